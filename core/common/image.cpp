@@ -1,0 +1,1 @@
+#include "core/common/image.h"

@@ -1,0 +1,1 @@
+# Image decoding and EXIF orientation sources.

@@ -1,0 +1,1 @@
+# Pillow-exact resize / smart resize sources.

@@ -1,0 +1,1 @@
+# Tokenizer sources (owner: tokenizer work).
