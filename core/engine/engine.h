@@ -1,0 +1,124 @@
+// Engine: the one header ui/ and app/ include to run OCR. It owns one engine thread, which owns the
+// model, its device and (for the vision-language model) the KV cache; everything reaches it through a
+// thread-safe request queue, and it answers through callbacks.
+//
+// Usage:
+//   EngineConfig cfg;                       // model "ppocr-v4" on the CPU by default
+//   auto engine = Engine::create(cfg);      // loads the model; Error names a missing/bad file
+//   Callbacks cb;
+//   cb.onFinished = [](RequestId id, doc::OcrResult r) { /* copy / post to your thread */ };
+//   auto id = (*engine)->submit(Request{.imageName = "a.png", .image = img}, cb);
+//   ...
+//   (*engine)->shutdown();                  // cancels what is pending, joins the thread
+//
+// Contract: every accepted request ends with exactly one onFinished call, carrying either a result,
+// or an OcrResult with error {"cancelled" | "<stage>_failed" | ...}. A failure of one step fails only
+// the requests in it; the engine goes on. Callbacks run on the engine thread: they must only copy
+// and post (never block, never call back into the engine's shutdown()).
+//
+// Thread safety: submit(), cancel(), pendingCount(), info() are safe from any thread. shutdown()
+// and the destructor from any thread except the engine thread (i.e. not from a callback).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/image.h"
+#include "core/common/result.h"
+#include "core/doc/ocr_result.h"
+
+namespace lector::engine {
+
+using RequestId = std::uint64_t;
+using Clock = std::chrono::steady_clock;
+
+// Decoding parameters of prompt-driven models; PP-OCR ignores them.
+struct SamplingParams {
+    float temperature = 0.0f;          // 0 = greedy
+    int topK = 0;                      // 0 = off
+    float topP = 1.0f;                 // 1 = off
+    float repetitionPenalty = 1.03f;   // HunyuanOCR 1.0's generation_config; 1.0 = off
+    int maxNewTokens = 4096;
+    bool ignoreEos = false;            // benchmarks force a fixed number of new tokens
+    std::uint64_t seed = 0;
+};
+
+struct Request {
+    std::string imageName;                     // what the result's "image" field says
+    std::shared_ptr<const Image> image;        // decoded RGB, EXIF orientation applied
+    std::string preset = "text";               // id of a preset in resources/presets/
+    std::string prompt;                        // non-empty: overrides the preset's prompt
+    std::vector<std::string> fieldNames;       // extraction presets: the fields to extract
+    std::string targetLanguage;                // translate preset, e.g. "English"
+    SamplingParams sampling;
+    bool stream = false;                       // deliver onPartial text (prompt-driven models)
+    std::optional<Clock::time_point> createdAt;  // when the user asked (before decoding); for "total"
+    double decodeMs = 0;                       // image decoding time spent before submit, reported
+};
+
+// Streaming text of a prompt-driven model, numbered so a UI can drop stale ones.
+struct PartialText {
+    int seq = 0;
+    std::string delta;       // new, valid UTF-8 since the previous partial
+    std::string textSoFar;
+};
+
+struct Callbacks {
+    std::function<void(RequestId, const PartialText&)> onPartial;  // optional
+    std::function<void(RequestId, doc::OcrResult)> onFinished;      // exactly once per accepted request
+};
+
+struct EngineConfig {
+    std::string model = "ppocr-v4";        // "ppocr-v4" | "hunyuan-ocr"
+    std::filesystem::path modelDir;        // empty: <models>/ppocr-v4 for PP-OCR; required for hunyuan
+    std::string device = "cpu";            // "cpu" | "cuda"
+    std::string dtype;                     // empty: float32 on CPU, float16 on CUDA
+    int threads = 0;                       // CPU intra-op threads; 0 = all cores
+    int maxImagesPerStep = 8;              // PP-OCR: images whose line crops are recognised together
+    int maxQueued = 0;                     // 0 = unbounded; else submit() fails with "queue_full"
+    double gpuMemoryUtilization = 0.90;    // fraction of free device memory for weights + KV cache
+};
+
+struct EngineInfo {
+    std::string model;    // "ppocr-v4" / "hunyuan-ocr-1.0"
+    std::string device;   // "cpu" / "cuda:0"
+    std::string dtype;    // "float32" / "float16" / "bfloat16"
+    std::vector<std::string> presets;  // presets this model can run
+};
+
+class Engine {
+public:
+    // Loads the model and starts the engine thread. Errors: "model_not_found" (names the missing
+    // file), "bad_model", "device_unavailable", "bad_config".
+    static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+
+    ~Engine();  // = shutdown()
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Queues a request. Errors (request not accepted, no callback will come): "bad_request" (no
+    // image), "unsupported_preset", "queue_full", "shut_down".
+    Result<RequestId> submit(Request request, Callbacks callbacks) noexcept;
+    // Cancels a queued or running request: it finishes with error "cancelled" (unless already done).
+    void cancel(RequestId id) noexcept;
+    // Cancels everything pending, waits for the engine thread to finish its current step, joins.
+    void shutdown() noexcept;
+
+    EngineInfo info() const;
+    // Requests accepted and not yet finished.
+    std::size_t pendingCount() const noexcept;
+
+    struct Impl;
+
+private:
+    explicit Engine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace lector::engine
