@@ -1,0 +1,1 @@
+# Vision side sources: config, weights, preprocessing, vision tower, merger.

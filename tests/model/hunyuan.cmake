@@ -1,1 +1,0 @@
-# hunyuan tests

@@ -1,0 +1,1 @@
+# hunyuan text tests

@@ -1,0 +1,1 @@
+# hunyuan vision tests
