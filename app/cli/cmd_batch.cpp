@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include "app/cli/batch_runner.h"
 #include "app/cli/commands.h"

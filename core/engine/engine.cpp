@@ -93,11 +93,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config)
         }
     }();
     if (!backend.ok()) return backend.error();
-    auto impl = std::make_unique<Impl>();
+    return startEngine(std::move(backend).value(), config);
+}
+
+std::unique_ptr<Engine> startEngine(std::unique_ptr<Backend> backend, const EngineConfig& config)
+{
+    auto impl = std::make_unique<Engine::Impl>();
     impl->config = config;
-    impl->backend = std::move(backend).value();
+    impl->backend = std::move(backend);
     impl->info = impl->backend->info();
-    Impl* raw = impl.get();
+    Engine::Impl* raw = impl.get();
     impl->thread = std::thread([raw] { raw->run(); });
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

@@ -35,6 +35,12 @@
 
 namespace lector::engine {
 
+class Backend;
+class Engine;
+struct EngineConfig;
+// Starts an engine over an already loaded backend; Engine::create() uses it, tests pass a fake backend.
+std::unique_ptr<Engine> startEngine(std::unique_ptr<Backend> backend, const EngineConfig& config);
+
 using RequestId = std::uint64_t;
 using Clock = std::chrono::steady_clock;
 
@@ -117,6 +123,7 @@ public:
     struct Impl;
 
 private:
+    friend std::unique_ptr<Engine> startEngine(std::unique_ptr<Backend> backend, const EngineConfig& config);
     explicit Engine(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_impl;
 };

@@ -35,6 +35,27 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 Error badFile(const std::string& file, const std::string& what);
 Error unsupported(const std::string& file, const std::string& what);
 
+// --- reading tokenizer.json (tokenizer_json.cpp) -------------------------------------------------------
+
+struct RawMerge {
+    std::string left;   // the whole "a b" when isString
+    std::string right;
+    bool isString = false;
+};
+// tokenizer.json split by the SAX reader: model.vocab and model.merges as flat lists (when they have the
+// right JSON type; otherwise they stay in `root` for BpeModel::parse to report), the rest as a DOM.
+struct TokenizerJson {
+    nlohmann::json root;
+    bool hasVocab = false;
+    std::vector<std::pair<std::string, int32_t>> vocab;
+    std::string badVocabKey;  // first vocab entry whose id is not a non-negative int32
+    bool hasMerges = false;
+    std::vector<RawMerge> merges;
+    int64_t badMergeIndex = -1;  // first merges entry that is neither "a b" nor ["a", "b"]
+};
+// Error "bad_tokenizer" for malformed JSON.
+Result<TokenizerJson> parseTokenizerJson(const std::string& text, const std::string& file);
+
 // --- UTF-8 -------------------------------------------------------------------------------------------
 
 // Length of the well-formed UTF-8 sequence starting at s[i] (1..4), or 0 when the bytes there are not
@@ -77,8 +98,8 @@ char32_t byteToCodePoint(uint8_t b);
 int codePointToByte(char32_t cp);
 // Bytes -> their byte-level string ("hi there" -> "hiĠthere").
 std::string byteLevelEncode(std::string_view bytes);
-// Byte-level string -> bytes. Returns false (out untouched) when a character is not in the table, in
-// which case the decoder uses the token's own UTF-8 bytes, like the HF ByteLevel decoder.
+// Appends the bytes of a byte-level string. Returns false (out unchanged) when a character is not in the
+// table, in which case the decoder uses the token's own UTF-8 bytes, like the HF ByteLevel decoder.
 bool byteLevelDecode(std::string_view token, std::string& out);
 
 // --- pre-tokenizer -----------------------------------------------------------------------------------
@@ -134,8 +155,9 @@ private:
 
 class BpeModel {
 public:
-    // `model` is the "model" object of tokenizer.json.
-    static Result<BpeModel> parse(const nlohmann::json& model, const std::string& file);
+    // `model` is the "model" object of the DOM, `raw` the vocab and merges the SAX reader took out of it
+    // (their strings are moved from).
+    static Result<BpeModel> parse(const nlohmann::json& model, TokenizerJson& raw, const std::string& file);
     // Appends the ids of one pre-tokenized word. With byteLevel, `word` is raw bytes and each byte
     // starts as its GPT-2 character; otherwise each UTF-8 character starts as itself.
     void encodeWord(std::string_view word, bool byteLevel, std::vector<int32_t>& out) const;
@@ -152,7 +174,7 @@ private:
         StringMap<std::vector<int32_t>> words;
     };
     static uint64_t pairKey(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
-    Result<void> parseMerges(const nlohmann::json& merges, const std::string& file);
+    Result<void> parseMerges(std::vector<RawMerge>& merges, const std::string& file);
     // Initial symbols of a word (one per byte or character), after unk/byte-fallback handling.
     void initialSymbols(std::string_view word, bool byteLevel, std::vector<int32_t>& ids,
                         std::vector<uint32_t>& lens) const;
@@ -178,6 +200,8 @@ struct AddedToken {
     bool rstrip = false;
     bool normalized = false;
     bool special = false;
+    // What id -> token and decode give: the content, normalized when `normalized` is set (as in HF).
+    std::string text;
 };
 
 // A piece of input: an added token (id >= 0) or plain text to normalize/pre-tokenize (id == -1).
@@ -225,10 +249,14 @@ struct Tokenizer::Impl {
     tokenizer_detail::PreTokenizer preTokenizer;
     tokenizer_detail::BpeModel bpe;
     tokenizer_detail::AddedTokenMatcher addedMatcher;
+    std::vector<tokenizer_detail::AddedToken> added;
     tokenizer_detail::StringMap<int32_t> addedIds;  // added token content -> id
-    std::vector<std::string> tokens;                 // [vocabSize] token string per id ("" = hole)
-    std::vector<std::string> bytes;                  // [vocabSize] decoded bytes per id
-    std::vector<uint8_t> flags;                      // [vocabSize] kAdded | kSpecial
+    // Per id: the token string, a view into bpe's vocab keys or `added` (both never move after load;
+    // empty = a hole in the id space), and its decoded bytes as bytesBuffer[bytesOffsets[id], [id + 1]).
+    std::vector<std::string_view> tokens;  // [vocabSize]
+    std::string bytesBuffer;
+    std::vector<uint32_t> bytesOffsets;  // [vocabSize + 1]
+    std::vector<uint8_t> flags;          // [vocabSize] kAdded | kSpecial
     static constexpr uint8_t kAdded = 1;
     static constexpr uint8_t kSpecial = 2;
 

@@ -1,1 +1,8 @@
 # Vision side sources: config, weights, preprocessing, vision tower, merger.
+target_sources(lector_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/weights.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/preprocess.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/perceive.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/vision_tower.cpp
+)

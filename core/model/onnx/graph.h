@@ -13,20 +13,40 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/result.h"
+#include "core/model/onnx/model.h"
 
 namespace lector::model::onnx {
 
 struct LoadOptions {
     at::Device device = at::kCPU;
     at::ScalarType dtype = at::kFloat;  // float32 on CPU; float16 on CUDA
+    // Load-time rewriting (constant folding, BatchNorm folding, fused activations, see optimize.h).
+    // Off only to test the plain operator kernels.
+    bool optimize = true;
+};
+
+// Wall time spent per operator type over the runs since setProfiling(true) (benchmarks, tests).
+struct OpTiming {
+    std::string opType;
+    int64_t calls = 0;
+    double ms = 0.0;
 };
 
 class Graph {
 public:
+    // Error codes: "file_not_found"; "bad_model" (truncated, not ONNX, unsupported operator X in node
+    // Y, bad attribute ...; the message starts with the file name); "device_unavailable" (CUDA asked
+    // for where there is none); "invalid_argument" (dtype not float32/float16/bfloat16).
     static Result<Graph> load(const std::filesystem::path& path, const LoadOptions& options = {});
+    // The same from ModelProto bytes; `sourceName` stands for the file in messages.
+    static Result<Graph> loadBytes(std::string_view bytes, const std::string& sourceName,
+                                   const LoadOptions& options = {});
+    // The same from a model built in memory (tests build tiny graphs this way).
+    static Result<Graph> fromModel(ModelDesc model, const std::string& sourceName, const LoadOptions& options = {});
 
     // inputs in the order of inputNames(); float tensors are cast to the graph dtype and moved to its
     // device. Returns the outputs in the order of outputNames(), on the graph's device and dtype.
@@ -35,6 +55,13 @@ public:
     const std::vector<std::string>& inputNames() const;
     const std::vector<std::string>& outputNames() const;
     const LoadOptions& options() const;
+
+    // Number of executed steps after load-time rewriting (for tests of the optimizer).
+    size_t numSteps() const;
+    // Operator types of the steps, in execution order (fused ones are named "lector.*").
+    std::vector<std::string> stepOpTypes() const;
+    void setProfiling(bool on);
+    std::vector<OpTiming> profile() const;  // sorted by time, largest first
 
     Graph(Graph&&) noexcept;
     Graph& operator=(Graph&&) noexcept;

@@ -1,0 +1,318 @@
+// GPU-machine benchmark of gpu/ kernels (issue 4, table 3 and the kernel rows of docs/perf.md):
+// measured device-to-device copy bandwidth; paged decode attention at batch 64, context 4096,
+// 16 query / 8 KV heads of 128 (float16 and bfloat16; block ids shuffled) as achieved bandwidth
+// against that copy, and against libtorch's scaled-dot-product attention on a contiguous cache; then
+// decode at the HunyuanOCR page context (1076), prefill of 1076-token prompts, and the small
+// kernels against naive libtorch. CUDA events around each call, warm-up first, median of 20.
+// Usage: bench_paged_attention [results.md]. Needs a CUDA build of libtorch (run by run_gpu.sh).
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/ops.h"
+
+namespace {
+
+void cudaCheck(cudaError_t err, const char* what)
+{
+    TORCH_CHECK(err == cudaSuccess, what, ": ", cudaGetErrorString(err));
+}
+
+// Median milliseconds of fn over `reps` event-timed calls on the current stream, after warm-up.
+double medianMs(const std::function<void()>& fn, int reps = 20, int warmup = 3)
+{
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    for (int i = 0; i < warmup; ++i) fn();
+    cudaCheck(cudaStreamSynchronize(stream), "warm-up");
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start), "event");
+    cudaCheck(cudaEventCreate(&stop), "event");
+    std::vector<double> times;
+    for (int i = 0; i < reps; ++i) {
+        cudaCheck(cudaEventRecord(start, stream), "record");
+        fn();
+        cudaCheck(cudaEventRecord(stop, stream), "record");
+        cudaCheck(cudaEventSynchronize(stop), "sync");
+        float ms = 0.0f;
+        cudaCheck(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+        times.push_back(ms);
+    }
+    cudaCheck(cudaGetLastError(), "kernel");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+struct Report {
+    std::ostringstream md;
+    void line(const std::string& s)
+    {
+        std::printf("%s\n", s.c_str());
+        std::fflush(stdout);
+        md << s << "\n";
+    }
+};
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0, double e = 0)
+{
+    char buf[256];
+    std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
+    return buf;
+}
+
+double copyBandwidth(Report& r)
+{
+    const int64_t bytes = int64_t(2) << 30;  // 2 GiB each way, far past the 60 MB L2
+    const at::Tensor src = at::randn({bytes / 2}, at::TensorOptions().dtype(at::kHalf).device(at::kCUDA));
+    const at::Tensor dst = at::empty_like(src);
+    const double ms = medianMs([&] { dst.copy_(src); });
+    const double bw = 2.0 * bytes / (ms * 1e-3);
+    r.line(fmt("| device-to-device copy, 2 GiB | %.3f ms | %.0f GB/s (read + write) |", ms, bw / 1e9));
+    return bw;
+}
+
+// Paged cache of numSeqs x context tokens with a shuffled block table, plus a contiguous copy for SDPA.
+struct PagedCase {
+    at::Tensor keyCache, valueCache, blockTable, contextLens, query;
+    int numSeqs, context, numQHeads = 16, numKvHeads = 8, headDim = 128;
+
+    PagedCase(int seqs, int ctx, at::ScalarType type) : numSeqs(seqs), context(ctx)
+    {
+        const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+        const int blocksPerSeq = static_cast<int>(lector::gpu::ceilDiv(ctx, lector::gpu::kKvBlockSize));
+        const int64_t numBlocks = int64_t(seqs) * blocksPerSeq;
+        keyCache = at::randn({numBlocks, lector::gpu::kKvBlockSize, numKvHeads, headDim}, opts);
+        valueCache = at::randn({numBlocks, lector::gpu::kKvBlockSize, numKvHeads, headDim}, opts);
+        blockTable = at::randperm(numBlocks, opts.dtype(at::kLong)).to(at::kInt).view({seqs, blocksPerSeq});
+        contextLens = at::full({seqs}, ctx, opts.dtype(at::kInt));
+        query = at::randn({seqs, numQHeads, headDim}, opts);
+    }
+    // [numSeqs, numKvHeads, context, headDim]
+    at::Tensor contiguous(const at::Tensor& cache) const
+    {
+        return cache.index_select(0, blockTable.view({-1}).to(at::kLong))
+            .view({numSeqs, -1, numKvHeads, headDim})
+            .slice(1, 0, context)
+            .permute({0, 2, 1, 3})
+            .contiguous();
+    }
+    double kvBytes() const { return 2.0 * numSeqs * context * numKvHeads * headDim * keyCache.element_size(); }
+};
+
+at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale, bool causal, bool gqa)
+{
+#if TORCH_VERSION_MAJOR >= 2
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, scale, gqa);
+#else
+    (void)q, (void)k, (void)v, (void)scale, (void)causal, (void)gqa;
+    TORCH_CHECK(false, "scaled_dot_product_attention needs libtorch 2");
+#endif
+}
+
+void decodeTable(Report& r, double copyBw)
+{
+    r.line("");
+    r.line("### Paged decode attention, batch 64, context 4096, 16 q / 8 KV heads of 128 (block ids shuffled)");
+    r.line("");
+    r.line("| dtype | version | ms | GB/s of K+V | of copy bw | vs SDPA (GQA) | max abs diff vs SDPA |");
+    r.line("|---|---|---|---|---|---|---|");
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        const PagedCase c(64, 4096, type);
+        const double scale = 1.0 / std::sqrt(128.0);
+        const at::Tensor kC = c.contiguous(c.keyCache), vC = c.contiguous(c.valueCache);
+        const at::Tensor q4 = c.query.view({64, 16, 1, 128});
+        const at::Tensor ref = sdpa(q4, kC, vC, scale, false, true).view({64, 16, 128});
+        const double sdpaMs = medianMs([&] { sdpa(q4, kC, vC, scale, false, true); });
+        const char* name = type == at::kHalf ? "fp16" : "bf16";
+        for (int64_t partition : {int64_t(-1), int64_t(256), int64_t(512), int64_t(1024)}) {
+            const at::Tensor out = at::empty_like(c.query);
+            auto run = [&] {
+                lector::gpu::pagedDecodeAttention(out, c.query, c.keyCache, c.valueCache, c.blockTable, c.contextLens,
+                                                  4096, scale, partition);
+            };
+            const double ms = medianMs(run);
+            const double bw = c.kvBytes() / (ms * 1e-3);
+            const double diff = (out.to(at::kFloat) - ref.to(at::kFloat)).abs().max().item<double>();
+            const std::string version =
+                partition < 0 ? "ours, auto split (" +
+                                    std::to_string(lector::gpu::pagedAttentionPartitionSize(64, 8, 4096, c.query.device())) +
+                                    ")"
+                              : "ours, partition " + std::to_string(partition);
+            r.line(std::string("| ") + name + " | " + version + fmt(" | %.4f | %.0f | %.1f%% | %.2fx | %.2g |", ms,
+                                                                      bw / 1e9, 100.0 * bw / copyBw, sdpaMs / ms, diff));
+        }
+        r.line(std::string("| ") + name +
+               fmt(" | libtorch SDPA, contiguous cache, enable_gqa | %.4f | %.0f | %.1f%% | 1.00x | 0 |", sdpaMs,
+                   c.kvBytes() / (sdpaMs * 1e-3) / 1e9, 100.0 * c.kvBytes() / (sdpaMs * 1e-3) / copyBw));
+        {
+            const at::Tensor kE = kC.repeat_interleave(2, 1), vE = vC.repeat_interleave(2, 1);
+            const double ms = medianMs([&] { sdpa(q4, kE, vE, scale, false, false); });
+            r.line(std::string("| ") + name +
+                   fmt(" | libtorch SDPA, contiguous cache, heads expanded (2x bytes) | %.4f | %.0f | %.1f%% | %.2fx | |",
+                       ms, 2 * c.kvBytes() / (ms * 1e-3) / 1e9, 200.0 * c.kvBytes() / (ms * 1e-3) / copyBw, sdpaMs / ms));
+        }
+        r.line(std::string("| ") + name + fmt(" | floor: K+V bytes / copy bandwidth | %.4f | | 100%% | | |",
+                                             c.kvBytes() / copyBw * 1e3));
+    }
+}
+
+void pageContextTable(Report& r)
+{
+    r.line("");
+    r.line("### Attention at the page's context (1076 tokens), fp16, one layer");
+    r.line("");
+    r.line("| case | ours ms | libtorch SDPA ms (contiguous, GQA) | speedup |");
+    r.line("|---|---|---|---|");
+    const double scale = 1.0 / std::sqrt(128.0);
+    for (int batch : {1, 32}) {
+        const PagedCase c(batch, 1076, at::kHalf);
+        const at::Tensor kC = c.contiguous(c.keyCache), vC = c.contiguous(c.valueCache);
+        const at::Tensor out = at::empty_like(c.query);
+        const double ours = medianMs([&] {
+            lector::gpu::pagedDecodeAttention(out, c.query, c.keyCache, c.valueCache, c.blockTable, c.contextLens,
+                                              1076, scale);
+        });
+        const at::Tensor q4 = c.query.view({batch, 16, 1, 128});
+        const double ref = medianMs([&] { sdpa(q4, kC, vC, scale, false, true); });
+        r.line(fmt("| decode, batch %.0f | %.4f | %.4f | %.2fx |", batch, ours, ref, ref / ours));
+    }
+    for (int batch : {1, 8}) {
+        const PagedCase c(batch, 1076, at::kHalf);
+        const auto opts = c.query.options();
+        const at::Tensor q = at::randn({int64_t(batch) * 1076, 16, 128}, opts);
+        const at::Tensor cu = at::arange(0, batch + 1, opts.dtype(at::kInt)) * 1076;
+        const at::Tensor out = at::empty_like(q);
+        const at::Tensor kC = c.contiguous(c.keyCache), vC = c.contiguous(c.valueCache);
+        const at::Tensor q4 = q.view({batch, 1076, 16, 128}).transpose(1, 2);
+        const double ref = medianMs([&] { sdpa(q4, kC, vC, scale, true, true); });
+        for (auto impl : {lector::gpu::PrefillImpl::TensorCore, lector::gpu::PrefillImpl::Simt}) {
+            const double ours = medianMs([&] {
+                lector::gpu::pagedPrefillAttention(out, q, c.keyCache, c.valueCache, c.blockTable, cu, c.contextLens,
+                                                   1076, 1076, scale, impl);
+            });
+            const at::Tensor want = sdpa(q4, kC, vC, scale, true, true).transpose(1, 2).reshape_as(q);
+            const double diff = (out.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>();
+            r.line(fmt("| prefill 1076 new tokens x %.0f, ", batch) +
+                   (impl == lector::gpu::PrefillImpl::TensorCore ? "tensor cores" : "SIMT") +
+                   fmt(" (max abs diff %.2g) | %.4f | %.4f | %.2fx |", diff, ours, ref, ref / ours));
+        }
+    }
+}
+
+void smallKernelsTable(Report& r)
+{
+    r.line("");
+    r.line("### Small kernels, fp16, prefill of 1076 tokens (decoder sizes) and decode batch 64");
+    r.line("");
+    r.line("| op | ours ms | naive libtorch ms | speedup |");
+    r.line("|---|---|---|---|");
+    const auto opts = at::TensorOptions().dtype(at::kHalf).device(at::kCUDA);
+    auto row = [&](const std::string& name, const std::function<void()>& ours, const std::function<void()>& naive) {
+        const double a = medianMs(ours), b = medianMs(naive);
+        r.line("| " + name + fmt(" | %.4f | %.4f | %.2fx |", a, b, b / a));
+    };
+    for (int tokens : {1076, 64}) {
+        const std::string n = std::to_string(tokens);
+        const at::Tensor x = at::randn({tokens, 1024}, opts), res = at::randn({tokens, 1024}, opts);
+        const at::Tensor w = at::randn({1024}, opts), out = at::empty_like(x);
+        row("fused add + RMSNorm [" + n + ", 1024]", [&] { lector::gpu::fusedAddRmsNorm(out, res, x, w, 1e-5); },
+            [&] {
+                const at::Tensor h = x + res;
+                const at::Tensor hf = h.to(at::kFloat);
+                (void)(w * (hf * at::rsqrt(hf.pow(2).mean(-1, true) + 1e-5)).to(at::kHalf));
+            });
+        const at::Tensor gu = at::randn({tokens, 2 * 3584}, opts), act = at::empty({tokens, 3584}, opts);
+        row("SiLU and mul [" + n + ", 3584]", [&] { lector::gpu::siluAndMul(act, gu); },
+            [&] { (void)(at::silu(gu.slice(1, 0, 3584)) * gu.slice(1, 3584)); });
+        const at::Tensor qkv = at::randn({tokens, 32 * 128}, opts);
+        const at::Tensor q = qkv.slice(1, 0, 2048).view({tokens, 16, 128});
+        const at::Tensor k = qkv.slice(1, 2048, 3072).view({tokens, 8, 128});
+        const at::Tensor pos = at::randint(0, 4096, {4, tokens}, opts.dtype(at::kLong));
+        const at::Tensor cache = at::randn({4096, 128}, opts.dtype(at::kFloat));
+        const at::Tensor qw = at::randn({128}, opts), kw = at::randn({128}, opts);
+        row("QK-norm + XD-RoPE, " + n + " tokens",
+            [&] { lector::gpu::qkNormRope(q, k, pos, cache, qw, kw, {16, 16, 16, 16}, 1e-5); },
+            [&] {
+                for (const at::Tensor* t : {&q, &k}) {
+                    std::vector<at::Tensor> c, s;
+                    for (int a = 0; a < 4; ++a) {
+                        const at::Tensor rows = cache.index_select(0, pos[a]);
+                        c.push_back(rows.slice(1, 16 * a, 16 * a + 16));
+                        s.push_back(rows.slice(1, 64 + 16 * a, 64 + 16 * a + 16));
+                    }
+                    const at::Tensor cc = at::cat(c, 1).unsqueeze(1), ss = at::cat(s, 1).unsqueeze(1);
+                    const at::Tensor xf = t->to(at::kFloat);
+                    const at::Tensor x1 = xf.slice(2, 0, 64), x2 = xf.slice(2, 64);
+                    const at::Tensor y = at::cat({x1 * cc - x2 * ss, x2 * cc + x1 * ss}, 2);
+                    (void)(qw * (y * at::rsqrt(y.pow(2).mean(-1, true) + 1e-5)).to(at::kHalf));
+                }
+            });
+        const at::Tensor slots = at::randperm(tokens * 4, opts.dtype(at::kLong)).slice(0, 0, tokens);
+        const at::Tensor kc = at::zeros({tokens * 4 / 16 + 1, 16, 8, 128}, opts), vc = at::zeros_like(kc);
+        const at::Tensor kv = qkv.slice(1, 2048, 3072).view({tokens, 8, 128});
+        const at::Tensor vv = qkv.slice(1, 3072, 4096).view({tokens, 8, 128});
+        row("KV write, " + n + " tokens", [&] { lector::gpu::writeKvCache(kc, vc, kv, vv, slots); },
+            [&] {
+                kc.view({-1, 8, 128}).index_copy_(0, slots, kv);
+                vc.view({-1, 8, 128}).index_copy_(0, slots, vv);
+            });
+    }
+    const at::Tensor logits = at::randn({64, 120818}, opts.dtype(at::kFloat)) * 4;
+    const at::Tensor presence = (at::rand({64, 120818}, opts.dtype(at::kFloat)) < 0.01).to(at::kByte);
+    const at::Tensor tokens = at::empty({64}, opts.dtype(at::kLong));
+    const at::Tensor pen = at::full({64}, 1.03f, opts.dtype(at::kFloat));
+    const at::Tensor seeds = at::arange(64, opts.dtype(at::kLong)), offsets = at::zeros({64}, opts.dtype(at::kLong));
+    for (int k : {1, 50}) {
+        const at::Tensor temp = at::full({64}, k == 1 ? 0.0f : 0.8f, opts.dtype(at::kFloat));
+        const at::Tensor topK = at::full({64}, k, opts.dtype(at::kInt));
+        row(k == 1 ? "greedy + penalty, 64 x 120818 fp32 logits" : "top-50 sampling + penalty, 64 x 120818",
+            [&] { lector::gpu::sampleTokens(tokens, logits, presence, temp, topK, pen, seeds, offsets, false); },
+            [&] {
+                const at::Tensor l = at::where(presence.to(at::kBool), at::where(logits > 0, logits / 1.03, logits * 1.03),
+                                               logits);
+                if (k == 1) {
+                    (void)l.argmax(1);
+                } else {
+                    const auto top = l.topk(50, 1);
+                    const at::Tensor p = at::softmax(std::get<0>(top) / 0.8, 1);
+                    (void)std::get<1>(top).gather(1, at::multinomial(p, 1));
+                }
+            });
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (!at::hasCUDA()) {
+        std::fprintf(stderr, "bench_paged_attention: no CUDA device\n");
+        return 1;
+    }
+    cudaDeviceProp prop{};
+    cudaCheck(cudaGetDeviceProperties(&prop, 0), "device properties");
+    Report r;
+    r.line(std::string("## gpu/ kernels on ") + prop.name + fmt(" (%.0f SMs, %.0f MB L2), libtorch ",
+                                                                prop.multiProcessorCount, prop.l2CacheSize / 1e6) +
+           TORCH_VERSION);
+    r.line("");
+    r.line("| measure | time | bandwidth |");
+    r.line("|---|---|---|");
+    const double copyBw = copyBandwidth(r);
+    decodeTable(r, copyBw);
+    pageContextTable(r);
+    smallKernelsTable(r);
+    if (argc > 1) std::ofstream(argv[1]) << r.md.str();
+    return 0;
+}

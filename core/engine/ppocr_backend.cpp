@@ -1,0 +1,146 @@
+#include "core/engine/ppocr_backend.h"
+
+#include <chrono>
+
+#include "core/common/paths.h"
+#include "core/doc/field_extractor.h"
+#include "core/doc/preset.h"
+
+namespace lector::engine {
+namespace {
+
+double msSince(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> PpOcrBackend::create(const EngineConfig& config)
+{
+    const auto dir = config.modelDir.empty() ? modelsDir() / "ppocr-v4" : config.modelDir;
+    model::onnx::LoadOptions load;
+    EngineInfo info;
+    info.model = "ppocr-v4";
+    if (config.device == "cuda") {
+        if (!at::hasCUDA()) return makeError("device_unavailable", "--device cuda: no CUDA device is available");
+        load.device = at::Device(at::kCUDA, 0);
+        load.dtype = config.dtype == "float32" ? at::kFloat : at::kHalf;
+        info.device = "cuda:0";
+    } else {
+        if (!config.dtype.empty() && config.dtype != "float32")
+            return makeError("bad_config", "PP-OCR on the CPU runs in float32 only, not " + config.dtype);
+        info.device = "cpu";
+    }
+    info.dtype = load.dtype == at::kHalf ? "float16" : "float32";
+    auto pipeline = pipeline::PpOcrPipeline::load(dir, load);
+    if (!pipeline.ok()) return pipeline.error();
+    auto presets = doc::loadPresets(doc::defaultPresetsDir());
+    if (!presets.ok()) return presets.error();
+    auto backend = std::unique_ptr<PpOcrBackend>(
+        new PpOcrBackend(std::move(pipeline).value(), std::move(info), config.maxImagesPerStep));
+    for (auto& p : *presets)
+        if (p.supportsModel("ppocr-v4")) backend->m_presets.push_back(std::move(p));
+    for (const auto& p : backend->m_presets) backend->m_info.presets.push_back(p.id);
+    return std::unique_ptr<Backend>(std::move(backend));
+}
+
+PpOcrBackend::PpOcrBackend(pipeline::PpOcrPipeline pipeline, EngineInfo info, int maxImagesPerStep)
+    : m_pipeline(std::move(pipeline)), m_info(std::move(info)), m_maxImagesPerStep(std::max(1, maxImagesPerStep))
+{
+}
+
+Result<void> PpOcrBackend::accepts(const Request& request) const
+{
+    if (!doc::findPreset(m_presets, request.preset))
+        return makeError("unsupported_preset", request.imageName + ": preset '" + request.preset +
+                                                   "' needs the HunyuanOCR model (PP-OCR runs text, card, invoice, receipt)");
+    return {};
+}
+
+void PpOcrBackend::admit()
+{
+    m_inFlight.clear();
+    while (!m_waiting.empty() && static_cast<int>(m_inFlight.size()) < m_maxImagesPerStep) {
+        RequestPtr r = std::move(m_waiting.front());
+        m_waiting.pop_front();
+        if (r->cancelled()) {
+            r->fail("cancelled", r->request().imageName + ": cancelled");
+            continue;
+        }
+        r->markStarted();
+        m_inFlight.push_back(std::move(r));
+    }
+}
+
+void PpOcrBackend::step()
+{
+    admit();
+    // 1. Detection, image by image. A failure here fails that image only.
+    std::vector<pipeline::Detection> detections(m_inFlight.size());
+    std::vector<bool> ok(m_inFlight.size(), true);
+    std::vector<pipeline::CropRef> crops;
+    std::vector<std::size_t> firstCrop(m_inFlight.size() + 1, 0);
+    for (std::size_t i = 0; i < m_inFlight.size(); ++i) {
+        const auto& req = m_inFlight[i]->request();
+        try {
+            detections[i] = m_pipeline.detect(*req.image);
+        } catch (const std::exception& e) {
+            ok[i] = false;
+            m_inFlight[i]->fail("detection_failed", req.imageName + ": " + e.what());
+        }
+        firstCrop[i] = crops.size();
+        if (ok[i])
+            for (const auto& line : detections[i].lines) crops.push_back({req.image.get(), line.quad});
+    }
+    firstCrop[m_inFlight.size()] = crops.size();
+
+    // 2. Classification and recognition of every crop of the step together (width-sorted batches).
+    pipeline::StageTimes times;
+    const auto texts = m_pipeline.recognize(crops, &times);
+
+    // 3. Assembly per image. The shared cls/rec time is split by each image's share of the crops.
+    for (std::size_t i = 0; i < m_inFlight.size(); ++i) {
+        if (!ok[i]) continue;
+        RequestState& state = *m_inFlight[i];
+        const auto& req = state.request();
+        const std::size_t n = firstCrop[i + 1] - firstCrop[i];
+        const double share = crops.empty() ? 0.0 : static_cast<double>(n) / crops.size();
+        const auto t0 = Clock::now();
+        doc::OcrResult result;
+        result.image = req.imageName;
+        result.model = m_info.model;
+        result.device = m_info.device;
+        result.dtype = m_info.dtype;
+        result.preset = req.preset;
+        m_pipeline.assemble(detections[i], std::span(texts).subspan(firstCrop[i], n), result);
+        if (const doc::Preset* preset = doc::findPreset(m_presets, req.preset); preset && !preset->fields.empty())
+            doc::extractFieldsFromLines(*preset, result, req.fieldNames);
+        result.setTiming("preprocess", detections[i].preprocessMs);
+        result.setTiming("det", detections[i].detMs + detections[i].postprocessMs);
+        result.setTiming("cls", (times.cropMs + times.clsMs) * share);
+        result.setTiming("rec", times.recMs * share);
+        result.setTiming("postprocess", msSince(t0));
+        state.finish(std::move(result));
+    }
+    m_inFlight.clear();
+}
+
+void PpOcrBackend::cancel(RequestId id)
+{
+    for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it) {
+        if ((*it)->id() == id) {
+            (*it)->fail("cancelled", (*it)->request().imageName + ": cancelled");
+            m_waiting.erase(it);
+            return;
+        }
+    }
+}
+
+void PpOcrBackend::cancelAll()
+{
+    for (auto& r : m_waiting) r->fail("cancelled", r->request().imageName + ": cancelled");
+    m_waiting.clear();
+}
+
+}  // namespace lector::engine

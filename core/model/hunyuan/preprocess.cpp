@@ -1,0 +1,102 @@
+#include "core/model/hunyuan/preprocess.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/image/pillow_resize.h"
+
+namespace lector::model::hunyuan {
+namespace {
+
+// Python's round(): ties to even. std::nearbyint honours the current rounding mode, which is
+// round-to-nearest-even unless someone changed it; do not rely on that.
+int64_t roundHalfEven(double v)
+{
+    const double fl = std::floor(v);
+    const double diff = v - fl;
+    if (diff > 0.5) return static_cast<int64_t>(fl) + 1;
+    if (diff < 0.5) return static_cast<int64_t>(fl);
+    const auto f = static_cast<int64_t>(fl);
+    return (f % 2 == 0) ? f : f + 1;
+}
+
+}  // namespace
+
+Result<SmartSize> smartResize(int height, int width, int factor, int64_t minPixels, int64_t maxPixels)
+{
+    if (height <= 0 || width <= 0 || factor <= 0)
+        return makeError("bad_image", "image size " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " is empty");
+    const double ratio = static_cast<double>(std::max(height, width)) / std::min(height, width);
+    if (ratio > 200.0)
+        return makeError("bad_image", "image size " + std::to_string(width) + "x" + std::to_string(height) +
+                                          ": aspect ratio " + std::to_string(ratio) +
+                                          " exceeds the model's limit of 200");
+    const double h = height, w = width;
+    int64_t hBar = roundHalfEven(h / factor) * factor;
+    int64_t wBar = roundHalfEven(w / factor) * factor;
+    if (hBar * wBar > maxPixels) {
+        const double beta = std::sqrt(h * w / static_cast<double>(maxPixels));
+        hBar = std::max<int64_t>(factor, static_cast<int64_t>(std::floor(h / beta / factor)) * factor);
+        wBar = std::max<int64_t>(factor, static_cast<int64_t>(std::floor(w / beta / factor)) * factor);
+    } else if (hBar * wBar < minPixels) {
+        const double beta = std::sqrt(static_cast<double>(minPixels) / (h * w));
+        hBar = static_cast<int64_t>(std::ceil(h * beta / factor)) * factor;
+        wBar = static_cast<int64_t>(std::ceil(w * beta / factor)) * factor;
+    }
+    // A tiny side may still round to 0 (e.g. 10 px tall): the reference would fail later; we refuse.
+    if (hBar <= 0 || wBar <= 0)
+        return makeError("bad_image", "image size " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " is too small to resize");
+    return SmartSize{static_cast<int>(hBar), static_cast<int>(wBar)};
+}
+
+Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
+{
+    if (image.empty() || image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3)
+        return makeError("bad_image", "image is empty or its buffer does not match its size");
+    auto size = smartResize(image.height, image.width, config.factor(), config.minPixels, config.maxPixels);
+    if (!size) return size.error();
+    if (size->width == image.width && size->height == image.height) return image;
+    return image::resizeBicubicPillow(image, size->width, size->height);
+}
+
+PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config, int originalWidth,
+                           int originalHeight)
+{
+    const int p = config.patchSize;
+    if (resized.empty() || resized.width % config.factor() != 0 || resized.height % config.factor() != 0)
+        throw std::invalid_argument("patchify: image " + std::to_string(resized.width) + "x" +
+                                    std::to_string(resized.height) + " is not a multiple of " +
+                                    std::to_string(config.factor()));
+    PreprocessedImage out;
+    out.gridH = resized.height / p;
+    out.gridW = resized.width / p;
+    out.resizedWidth = resized.width;
+    out.resizedHeight = resized.height;
+    out.originalWidth = originalWidth;
+    out.originalHeight = originalHeight;
+
+    // torchvision ToTensor + Normalize in float32: (u8 / 255 - mean) / std.
+    const auto mean = at::tensor(std::vector<float>(config.mean.begin(), config.mean.end()));
+    const auto stdev = at::tensor(std::vector<float>(config.std.begin(), config.std.end()));
+    auto u8 = at::from_blob(const_cast<std::uint8_t*>(resized.rgb.data()), {resized.height, resized.width, 3},
+                            at::kByte);  // [H, W, 3], read only
+    auto x = (u8.to(at::kFloat).div_(255.0f) - mean).div_(stdev);  // [H, W, 3]
+    // [gh, p, gw, p, 3] -> [gh, gw, 3, p, p]: raster order of patches, channel-major inside a patch.
+    out.pixelValues = x.view({out.gridH, p, out.gridW, p, 3})
+                          .permute({0, 2, 4, 1, 3})
+                          .reshape({out.numPatches(), 3 * p * p})
+                          .contiguous();
+    return out;
+}
+
+Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config)
+{
+    auto resized = resizeForModel(image, config);
+    if (!resized) return resized.error();
+    return patchify(*resized, config, image.width, image.height);
+}
+
+}  // namespace lector::model::hunyuan

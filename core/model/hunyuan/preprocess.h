@@ -1,0 +1,59 @@
+// HunyuanOCR image preprocessing (docs/hunyuanocr-spec.md §2): smart resize to multiples of 32 within
+// the pixel budget, Pillow-exact bicubic resampling, CLIP normalisation and cutting into 16x16 patches.
+// Called wherever an image is prepared for the vision encoder (the engine thread or a worker: pure
+// functions, thread-safe). The output feeds VisionEncoder::encode (vision_tower.h).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "core/common/image.h"
+#include "core/common/result.h"
+#include "core/model/hunyuan/config.h"
+
+namespace lector::model::hunyuan {
+
+struct SmartSize {
+    int height = 0;
+    int width = 0;
+};
+
+// The reference smart_resize(h, w, factor, min_pixels, max_pixels): both sides rounded (half to even)
+// to multiples of factor, then scaled down/up to fit [minPixels, maxPixels] keeping the aspect ratio.
+// Errors: "bad_image" when a side is not positive or the aspect ratio exceeds 200.
+Result<SmartSize> smartResize(int height, int width, int factor, int64_t minPixels, int64_t maxPixels);
+
+// The vision encoder's input for one image.
+struct PreprocessedImage {
+    at::Tensor pixelValues;  // [gridH * gridW, 3 * patch * patch] float32 CPU; row-major patches,
+                             // each channel-major (c * patch^2 + y * patch + x)
+    int gridH = 0;           // patches per column (resizedHeight / patch)
+    int gridW = 0;           // patches per row
+    int resizedWidth = 0;
+    int resizedHeight = 0;
+    int originalWidth = 0;   // before resizing: spotting boxes are mapped back to this size
+    int originalHeight = 0;
+
+    int64_t numPatches() const { return static_cast<int64_t>(gridH) * gridW; }
+    // Rows the merger emits (= image placeholder tokens): (gh/m) * (gw/m + 1) + 2 (spec §3.4).
+    int64_t numImageTokens(int mergeSize) const
+    {
+        return static_cast<int64_t>(gridH / mergeSize) * (gridW / mergeSize + 1) + 2;
+    }
+};
+
+// Smart resize + Pillow bicubic (skipped when the size is unchanged, as Pillow returns a copy).
+// Errors as smartResize(); the message includes the image size.
+Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config);
+
+// Normalises and patchifies an image whose sides are multiples of config.factor(); the original size
+// is recorded for coordinate mapping. Throws std::invalid_argument on a size that is not a multiple
+// (a programming error: call resizeForModel first).
+PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config, int originalWidth,
+                           int originalHeight);
+
+// resizeForModel + patchify. Errors: "bad_image" (empty image, aspect ratio > 200).
+Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config);
+
+}  // namespace lector::model::hunyuan

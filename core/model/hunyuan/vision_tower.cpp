@@ -1,0 +1,186 @@
+#include "core/model/hunyuan/vision_tower.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace lector::model::hunyuan {
+namespace {
+
+// Source indices and weights of PyTorch's bilinear upsampling (align_corners=False) along one axis
+// for a given scale factor. Computed in float, like PyTorch's CPU kernel for float32 input.
+struct AxisSampling {
+    std::vector<int64_t> i0, i1;
+    std::vector<float> l0, l1;
+};
+
+AxisSampling axisSampling(int64_t inSize, int64_t outSize, double scaleFactor)
+{
+    AxisSampling s;
+    const auto ratio = static_cast<float>(1.0 / scaleFactor);  // the given scale, not in/out
+    for (int64_t d = 0; d < outSize; ++d) {
+        float src = ratio * (static_cast<float>(d) + 0.5f) - 0.5f;
+        if (src < 0.0f) src = 0.0f;
+        const auto lo = std::min<int64_t>(static_cast<int64_t>(src), inSize - 1);
+        const int64_t hi = lo < inSize - 1 ? lo + 1 : lo;
+        const float l1 = std::min(std::max(src - static_cast<float>(lo), 0.0f), 1.0f);
+        s.i0.push_back(lo);
+        s.i1.push_back(hi);
+        s.l0.push_back(1.0f - l1);
+        s.l1.push_back(l1);
+    }
+    return s;
+}
+
+}  // namespace
+
+at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW)
+{
+    const int64_t g = table.size(0), c = table.size(2);
+    if (table.dim() != 3 || table.size(1) != g || gridH <= 0 || gridW <= 0)
+        throw std::invalid_argument("interpolatePositionTable: need a square [G, G, C] table and a positive grid");
+    // HunyuanOCR 1.0 passes scale_factor = (grid + 0.1) / G; the output size floor(G * scale) is grid.
+    const double sh = (gridH + 0.1) / static_cast<double>(g), sw = (gridW + 0.1) / static_cast<double>(g);
+    if (static_cast<int64_t>(std::floor(g * sh)) != gridH || static_cast<int64_t>(std::floor(g * sw)) != gridW)
+        throw std::logic_error("interpolatePositionTable: scale factor does not reproduce the grid");
+    const auto ay = axisSampling(g, gridH, sh), ax = axisSampling(g, gridW, sw);
+    const auto opts = at::TensorOptions().device(table.device());
+    auto idx = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(opts.device()); };
+    auto wts = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
+        return at::tensor(v, at::kFloat).to(opts.device()).view(shape).to(table.scalar_type());
+    };
+    // Rows first ([gh, G, C]), then columns ([gh, gw, C]); bilinear is separable, so this equals the
+    // 2-D lerp up to float rounding.
+    const auto rows = table.index_select(0, idx(ay.i0)) * wts(ay.l0, {gridH, 1, 1}) +
+                      table.index_select(0, idx(ay.i1)) * wts(ay.l1, {gridH, 1, 1});
+    const auto out = rows.index_select(1, idx(ax.i0)) * wts(ax.l0, {1, gridW, 1}) +
+                     rows.index_select(1, idx(ax.i1)) * wts(ax.l1, {1, gridW, 1});
+    return out.reshape({int64_t{gridH} * gridW, c});
+}
+
+Result<VisionEncoder> VisionEncoder::load(const WeightStore& weights, const HunyuanConfig& config,
+                                          at::ScalarType dtype, at::Device device)
+{
+    const VisionConfig& vc = config.vision;
+    VisionEncoder enc;
+    enc.m_config = vc;
+    enc.m_dtype = dtype;
+    enc.m_device = device;
+    const int64_t c = vc.hiddenSize, p = vc.patchSize, ch = vc.numChannels, inter = vc.intermediateSize;
+    const int64_t g = vc.posGridSize(), extra = vc.catExtraToken;
+
+    auto pw = weights.load("vit.embeddings.patch_embedding.weight", {c, ch, p, p}, dtype, device);
+    if (!pw) return pw.error();
+    enc.m_patchW = pw->reshape({c, ch * p * p}).contiguous();  // conv over (c, y, x) = linear
+    if (vc.addPatchEmbedBias) {
+        auto pb = weights.load("vit.embeddings.patch_embedding.bias", {c}, dtype, device);
+        if (!pb) return pb.error();
+        enc.m_patchB = *pb;
+    } else {
+        enc.m_patchB = at::zeros({c}, at::TensorOptions().dtype(dtype).device(device));
+    }
+    auto pos = weights.load("vit.embeddings.position_embedding.weight", {g * g + extra, c}, at::kFloat, device);
+    if (!pos) return pos.error();
+    enc.m_posTable = pos->slice(0, extra).reshape({g, g, c}).contiguous();  // row 1 + r*G + col
+
+    for (int i = 0; i < vc.numLayers; ++i) {
+        const std::string pre = "vit.layers." + std::to_string(i) + ".";
+        Block b;
+        at::Tensor q, k, v, qb, kb, vb;
+        struct Want {
+            at::Tensor* dst;
+            std::string name;
+            std::vector<int64_t> shape;
+        };
+        const Want wants[] = {
+            {&b.ln1W, pre + "input_layernorm.weight", {c}},
+            {&b.ln1B, pre + "input_layernorm.bias", {c}},
+            {&b.ln2W, pre + "post_attention_layernorm.weight", {c}},
+            {&b.ln2B, pre + "post_attention_layernorm.bias", {c}},
+            {&q, pre + "self_attn.q_proj.weight", {c, c}},
+            {&k, pre + "self_attn.k_proj.weight", {c, c}},
+            {&v, pre + "self_attn.v_proj.weight", {c, c}},
+            {&qb, pre + "self_attn.q_proj.bias", {c}},
+            {&kb, pre + "self_attn.k_proj.bias", {c}},
+            {&vb, pre + "self_attn.v_proj.bias", {c}},
+            {&b.oW, pre + "self_attn.o_proj.weight", {c, c}},
+            {&b.oB, pre + "self_attn.o_proj.bias", {c}},
+            {&b.fc1W, pre + "mlp.dense_h_to_4h.weight", {inter, c}},
+            {&b.fc1B, pre + "mlp.dense_h_to_4h.bias", {inter}},
+            {&b.fc2W, pre + "mlp.dense_4h_to_h.weight", {c, inter}},
+            {&b.fc2B, pre + "mlp.dense_4h_to_h.bias", {c}},
+        };
+        for (const auto& w : wants) {
+            auto t = weights.load(w.name, w.shape, dtype, device);
+            if (!t) return t.error();
+            *w.dst = std::move(*t);
+        }
+        // One matmul for q, k and v.
+        b.qkvW = at::cat({q, k, v}, 0).contiguous();
+        b.qkvB = at::cat({qb, kb, vb}, 0).contiguous();
+        enc.m_blocks.push_back(std::move(b));
+    }
+    auto merger = PerceiveMerger::load(weights, vc, dtype, device);
+    if (!merger) return merger.error();
+    enc.m_merger = std::move(*merger);
+    return enc;
+}
+
+at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gridW) const
+{
+    const int64_t p = m_config.patchSize;
+    if (pixelValues.dim() != 2 || pixelValues.size(0) != int64_t{gridH} * gridW ||
+        pixelValues.size(1) != m_config.numChannels * p * p)
+        throw std::invalid_argument("VisionEncoder: pixel values do not match grid " + std::to_string(gridH) + "x" +
+                                    std::to_string(gridW));
+    const auto pv = pixelValues.to(m_device, m_dtype);
+    const auto e = at::linear(pv, m_patchW, m_patchB);  // [N, hidden]
+    // The position table is interpolated in float32, then cast to the model dtype (spec §3.2).
+    return e + interpolatePositionTable(m_posTable, gridH, gridW).to(m_dtype);
+}
+
+at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const
+{
+    const int64_t n = h.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
+    // [N, 3C] -> [3, heads, N, d]
+    const auto qkv = at::linear(h, b.qkvW, b.qkvB).view({n, 3, heads, d}).permute({1, 2, 0, 3});
+    const auto q = qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)));  // [heads, N, d]
+    const auto kT = qkv[1].transpose(1, 2);                              // [heads, d, N]
+    const auto v = qkv[2];                                               // [heads, N, d]
+    // Full attention inside the image, queries in chunks so the [heads, rows, N] scores stay bounded
+    // (16K patches would need 16 GB at once).
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n, m_scoreBudget / std::max<int64_t>(1, heads * n)));
+    auto out = at::empty({heads, n, d}, h.options());
+    for (int64_t s = 0; s < n; s += chunk) {
+        const int64_t e = std::min(n, s + chunk);
+        auto scores = at::matmul(q.slice(1, s, e), kT);                 // [heads, rows, N]
+        auto probs = at::softmax(scores, -1, at::kFloat).to(h.scalar_type());
+        out.slice(1, s, e).copy_(at::matmul(probs, v));                  // [heads, rows, d]
+    }
+    return at::linear(out.permute({1, 0, 2}).reshape({n, c}), b.oW, b.oB);
+}
+
+at::Tensor VisionEncoder::runBlocks(at::Tensor x) const
+{
+    const std::vector<int64_t> norm{m_config.hiddenSize};
+    const double eps = m_config.layerNormEps;
+    for (const Block& b : m_blocks) {
+        x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b);
+        auto h = at::gelu(at::linear(at::layer_norm(x, norm, b.ln2W, b.ln2B, eps), b.fc1W, b.fc1B));  // exact erf
+        x = x + at::linear(h, b.fc2W, b.fc2B);
+    }
+    return x;
+}
+
+at::Tensor VisionEncoder::encode(const PreprocessedImage& image) const
+{
+    const int m = m_config.spatialMergeSize;
+    if (image.gridH <= 0 || image.gridW <= 0 || image.gridH % m != 0 || image.gridW % m != 0)
+        throw std::invalid_argument("VisionEncoder: grid " + std::to_string(image.gridH) + "x" +
+                                    std::to_string(image.gridW) + " is not a positive multiple of the merge size");
+    auto x = embed(image.pixelValues, image.gridH, image.gridW);
+    x = runBlocks(std::move(x));
+    return merge(x, image.gridH, image.gridW);
+}
+
+}  // namespace lector::model::hunyuan

@@ -1,0 +1,80 @@
+// VisionEncoder: HunyuanOCR's vision side for one image at a time (spec §3): patch embedding, the
+// learned position table interpolated to the image grid, N pre-norm ViT blocks with full attention
+// inside the image, then the perceive merger (perceive.h). Output rows replace the image placeholder
+// tokens of the prompt in order (begin row, grid rows each ended by a newline row, end row).
+// Built once at model load; encode() runs on the engine thread (tensors live on the model's device).
+// Reference path: CPU float32; other dtypes/devices work through the same ATen ops.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/model/hunyuan/config.h"
+#include "core/model/hunyuan/perceive.h"
+#include "core/model/hunyuan/preprocess.h"
+#include "core/model/hunyuan/weights.h"
+
+namespace lector::model::hunyuan {
+
+// The 1.0 position-embedding resampling: F.interpolate(table, scale_factor=((gh+0.1)/G, (gw+0.1)/G),
+// mode="bilinear", align_corners=False) with PyTorch's source-coordinate maths for a given scale
+// (src = (dst + 0.5) / scale - 0.5, clamped at 0; float32 like PyTorch's CPU kernel).
+// table: [G, G, C] (row-major grid); returns [gridH * gridW, C].
+at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW);
+
+class VisionEncoder {
+public:
+    // Reads every vit.* tensor (spec §10) converted to dtype on device.
+    // Errors: "bad_model" naming a missing or mis-shaped tensor.
+    static Result<VisionEncoder> load(const WeightStore& weights, const HunyuanConfig& config,
+                                      at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
+
+    VisionEncoder() = default;
+
+    // The whole vision side: [T_img, outHidden] with T_img = image.numImageTokens(merge), on the
+    // model's device and dtype. Throws std::invalid_argument when the image does not fit the config.
+    at::Tensor encode(const PreprocessedImage& image) const;
+
+    // --- stages (for tests and benchmarks) ---
+    // pixelValues [N, 3*p*p] (any device/dtype) -> patch embedding + position embedding [N, hidden].
+    at::Tensor embed(const at::Tensor& pixelValues, int gridH, int gridW) const;
+    // The ViT blocks: [N, hidden] -> [N, hidden].
+    at::Tensor runBlocks(at::Tensor x) const;
+    // The merger: [N, hidden] -> [T_img, outHidden].
+    at::Tensor merge(const at::Tensor& x, int gridH, int gridW) const { return m_merger.forward(x, gridH, gridW); }
+
+    const VisionConfig& config() const { return m_config; }
+    at::ScalarType dtype() const { return m_dtype; }
+    at::Device device() const { return m_device; }
+    // Query rows per attention chunk: bounds the [heads, rows, N] score matrix to about this many
+    // elements (default 32M, 128 MB in float32).
+    void setAttentionScoreBudget(int64_t elements) { m_scoreBudget = elements; }
+
+private:
+    struct Block {
+        at::Tensor ln1W, ln1B, ln2W, ln2B;  // [hidden]
+        at::Tensor qkvW;                    // [3*hidden, hidden]: q, k, v stacked
+        at::Tensor qkvB;                    // [3*hidden]
+        at::Tensor oW;                      // [hidden, hidden]
+        at::Tensor oB;                      // [hidden]
+        at::Tensor fc1W;                    // [intermediate, hidden]
+        at::Tensor fc1B;                    // [intermediate]
+        at::Tensor fc2W;                    // [hidden, intermediate]
+        at::Tensor fc2B;                    // [hidden]
+    };
+    at::Tensor attention(const at::Tensor& h, const Block& b) const;  // [N, hidden] -> [N, hidden]
+
+    VisionConfig m_config;
+    at::ScalarType m_dtype = at::kFloat;
+    at::Device m_device = at::kCPU;
+    int64_t m_scoreBudget = int64_t{32} << 20;
+    at::Tensor m_patchW;    // [hidden, 3*p*p]: the stride-p conv as a linear over (c, y, x)
+    at::Tensor m_patchB;    // [hidden] (zeros when add_patchemb_bias is false)
+    at::Tensor m_posTable;  // [G, G, hidden] float32: the learned table without its extra (CLS) rows
+    std::vector<Block> m_blocks;
+    PerceiveMerger m_merger;
+};
+
+}  // namespace lector::model::hunyuan

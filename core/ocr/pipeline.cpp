@@ -1,0 +1,215 @@
+#include "core/ocr/pipeline.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/ocr/assemble.h"
+#include "core/ocr/crop.h"
+#include "core/ocr/db_postprocess.h"
+#include "core/ocr/det_preprocess.h"
+#include "core/ocr/line_input.h"
+
+namespace lector::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+constexpr int kClsBatch = 32;
+
+Result<model::onnx::Graph> loadGraph(const std::filesystem::path& path, const model::onnx::LoadOptions& options)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        return makeError("model_not_found", path.string() + ": model file not found");
+    return model::onnx::Graph::load(path, options);
+}
+
+std::string deviceName(const model::onnx::LoadOptions& o)
+{
+    if (o.device.is_cuda()) return "cuda:" + std::to_string(std::max<int>(0, o.device.index()));
+    return "cpu";
+}
+
+std::string dtypeName(at::ScalarType t)
+{
+    switch (t) {
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    default: return "float32";
+    }
+}
+
+}  // namespace
+
+PpOcrPipeline::PpOcrPipeline(model::onnx::Graph det, model::onnx::Graph cls, model::onnx::Graph rec, CtcDecoder ctc,
+                             const PipelineOptions& options)
+    : m_det(std::move(det)), m_cls(std::move(cls)), m_rec(std::move(rec)), m_ctc(std::move(ctc)), m_options(options)
+{
+}
+
+Result<PpOcrPipeline> PpOcrPipeline::load(const std::filesystem::path& modelDir, const model::onnx::LoadOptions& load,
+                                          const PipelineOptions& options)
+{
+    auto det = loadGraph(modelDir / kDetModelFile, load);
+    if (!det) return det.error();
+    auto cls = loadGraph(modelDir / kClsModelFile, load);
+    if (!cls) return cls.error();
+    auto rec = loadGraph(modelDir / kRecModelFile, load);
+    if (!rec) return rec.error();
+    auto ctc = CtcDecoder::load(modelDir / kKeysFile);
+    if (!ctc) return ctc.error();
+    return PpOcrPipeline(std::move(det).value(), std::move(cls).value(), std::move(rec).value(),
+                         std::move(ctc).value(), options);
+}
+
+Detection PpOcrPipeline::detect(const Image& image) const
+{
+    Detection det;
+    det.imageWidth = image.width;
+    det.imageHeight = image.height;
+    if (image.empty()) return det;
+
+    auto start = Clock::now();
+    const DetInputSize size = detInputSize(image.width, image.height, m_options.detMaxPixels);
+    det.inputWidth = size.width;
+    det.inputHeight = size.height;
+    const at::Tensor input = normalizeDetInput(resizeForDet(image, size));  // [1, 3, H, W]
+    det.preprocessMs = msSince(start);
+
+    start = Clock::now();
+    at::Tensor prob;  // [1, 1, H, W] probability map
+    {
+        c10::InferenceMode guard;
+        prob = m_det.run({input}).at(0).to(at::kCPU, at::kFloat).contiguous();
+    }
+    det.detMs = msSince(start);
+
+    start = Clock::now();
+    const DbOptions db{m_options.detThreshold, m_options.boxThreshold, m_options.unclipRatio, m_options.minBoxSide,
+                       m_options.maxCandidates};
+    det.lines = dbPostprocess(prob, image.width, image.height, db);
+    det.postprocessMs = msSince(start);
+    return det;
+}
+
+std::vector<LineText> PpOcrPipeline::recognize(const std::vector<CropRef>& refs, StageTimes* times) const
+{
+    std::vector<LineText> out(refs.size());
+    if (refs.empty()) return out;
+
+    auto start = Clock::now();
+    std::vector<Image> crops;
+    crops.reserve(refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+        LineCrop crop = cropLine(*refs[i].image, refs[i].quad);
+        out[i].rotated90 = crop.rotated90;
+        crops.push_back(std::move(crop.image));
+    }
+    if (times) times->cropMs += msSince(start);
+
+    start = Clock::now();
+    if (m_options.useAngleClassifier) classify(crops, out);
+    if (times) times->clsMs += msSince(start);
+
+    start = Clock::now();
+    recognizeBatches(crops, out);
+    if (times) times->recMs += msSince(start);
+    return out;
+}
+
+void PpOcrPipeline::classify(std::vector<Image>& crops, std::vector<LineText>& out) const
+{
+    c10::InferenceMode guard;
+    for (size_t begin = 0; begin < crops.size(); begin += kClsBatch) {
+        const size_t end = std::min(crops.size(), begin + kClsBatch);
+        std::vector<const Image*> batch;
+        for (size_t i = begin; i < end; ++i) batch.push_back(&crops[i]);
+        const at::Tensor probs = m_cls.run({lineBatchInput(batch, kClsWidth)}).at(0).to(at::kCPU, at::kFloat).contiguous();
+        if (probs.dim() != 2 || probs.size(0) != static_cast<int64_t>(batch.size()) || probs.size(1) != 2)
+            throw std::runtime_error("angle classifier: unexpected output shape " + std::to_string(probs.dim()) + "-d");
+        const float* p = probs.data_ptr<float>();  // [N, 2]: upright, turned 180 degrees
+        for (size_t i = begin; i < end; ++i) {
+            if (p[(i - begin) * 2 + 1] > m_options.clsThreshold) {
+                crops[i] = rotate180(crops[i]);
+                out[i].rotated180 = true;
+            }
+        }
+    }
+}
+
+void PpOcrPipeline::recognizeBatches(const std::vector<Image>& crops, std::vector<LineText>& out) const
+{
+    std::vector<int> widths;
+    widths.reserve(crops.size());
+    for (const auto& c : crops) widths.push_back(scaledLineWidth(c));
+    const CtcOptions ctc{m_options.recoverSpaces, m_options.spaceProbThreshold, m_options.cjkGapFactor};
+
+    c10::InferenceMode guard;
+    for (const RecBatch& batch : planRecBatches(widths, m_options.recMaxBatch, m_options.recMaxBatchPixels)) {
+        std::vector<const Image*> images;
+        for (int idx : batch.indices) images.push_back(&crops[static_cast<size_t>(idx)]);
+        const at::Tensor probs = m_rec.run({lineBatchInput(images, batch.width)}).at(0);  // [N, T, C] softmax
+        if (probs.dim() != 3 || probs.size(0) != static_cast<int64_t>(images.size()) ||
+            probs.size(2) != m_ctc.numClasses())
+            throw std::runtime_error("recogniser: output classes do not match the keys file (" +
+                                     std::to_string(probs.size(-1)) + " vs " + std::to_string(m_ctc.numClasses()) + ")");
+        // Reduce on the graph's device; only [N, T] values travel to the CPU.
+        const auto [maxProb, argmax] = probs.max(2);
+        const at::Tensor ids = argmax.to(at::kCPU, at::kLong).contiguous();                  // [N, T]
+        const at::Tensor best = maxProb.to(at::kCPU, at::kFloat).contiguous();               // [N, T]
+        const at::Tensor space = probs.select(2, m_ctc.spaceId()).to(at::kCPU, at::kFloat).contiguous();  // [N, T]
+        const int64_t numFrames = ids.size(1);
+        for (size_t k = 0; k < batch.indices.size(); ++k) {
+            const int64_t off = static_cast<int64_t>(k) * numFrames;
+            const auto n = static_cast<size_t>(numFrames);
+            DecodedText d = m_ctc.decode({ids.data_ptr<int64_t>() + off, n}, {best.data_ptr<float>() + off, n},
+                                         {space.data_ptr<float>() + off, n}, ctc);
+            LineText& line = out[static_cast<size_t>(batch.indices[k])];
+            line.text = std::move(d.text);
+            line.confidence = d.confidence;
+        }
+    }
+}
+
+void PpOcrPipeline::assemble(const Detection& detection, std::span<const LineText> texts, doc::OcrResult& result) const
+{
+    assembleResult(detection, texts, m_options, result);
+}
+
+doc::OcrResult PpOcrPipeline::run(const Image& image) const
+{
+    const auto start = Clock::now();
+    doc::OcrResult result;
+    result.model = "ppocr-v4";
+    result.device = deviceName(m_det.options());
+    result.dtype = dtypeName(m_det.options().dtype);
+
+    const Detection det = detect(image);
+    std::vector<CropRef> crops;
+    crops.reserve(det.lines.size());
+    for (const auto& line : det.lines) crops.push_back({&image, line.quad});
+    StageTimes times;
+    const std::vector<LineText> texts = recognize(crops, &times);
+    const auto assembleStart = Clock::now();
+    assemble(det, texts, result);
+
+    result.setTiming("preprocess", det.preprocessMs);
+    result.setTiming("det", det.detMs);
+    result.setTiming("crop", times.cropMs);
+    result.setTiming("cls", times.clsMs);
+    result.setTiming("rec", times.recMs);
+    result.setTiming("postprocess", det.postprocessMs + msSince(assembleStart));
+    result.setTiming("total", msSince(start));
+    return result;
+}
+
+}  // namespace lector::pipeline

@@ -1,0 +1,139 @@
+// Device-side helpers shared by the .cu files of gpu/kernels: LECTOR_CUDA_TRY, the dtype / head-dim /
+// group-size dispatchers (C++20 templated lambdas, one constexpr list each: only what we ship is
+// instantiated), element conversions, 16-byte vector access and warp reductions. Include only from .cu.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/kernels/types.h"
+
+// Returns the error of a failing CUDA call from the enclosing launcher.
+#define LECTOR_CUDA_TRY(expr)                         \
+    do {                                              \
+        const cudaError_t lectorCudaErr_ = (expr);    \
+        if (lectorCudaErr_ != cudaSuccess) return lectorCudaErr_; \
+    } while (0)
+
+namespace lector::gpu {
+
+// --- dispatch ---
+
+// Calls f.template operator()<T>() with the CUDA element type of `t`.
+template <class F>
+cudaError_t dispatchDType(DType t, F&& f)
+{
+    switch (t) {
+    case DType::F32: return f.template operator()<float>();
+    case DType::F16: return f.template operator()<__half>();
+    case DType::BF16: return f.template operator()<__nv_bfloat16>();
+    }
+    return cudaErrorInvalidValue;
+}
+
+// Attention and RoPE head dims we ship: the HunyuanOCR decoder's. (The ViT's 72 goes through
+// libtorch's SDPA; add it here only with a kernel that uses it.)
+template <class F>
+cudaError_t dispatchHeadDim(int headDim, F&& f)
+{
+    if (headDim == 128) return f.template operator()<128>();
+    return cudaErrorInvalidValue;
+}
+
+// Query heads per KV head (GQA group size).
+template <class F>
+cudaError_t dispatchGroupSize(int groupSize, F&& f)
+{
+    switch (groupSize) {
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 4: return f.template operator()<4>();
+    case 8: return f.template operator()<8>();
+    }
+    return cudaErrorInvalidValue;
+}
+
+// --- elements ---
+
+__device__ __forceinline__ float toFloat(float x) { return x; }
+__device__ __forceinline__ float toFloat(__half x) { return __half2float(x); }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ __forceinline__ T fromFloat(float x);
+template <>
+__device__ __forceinline__ float fromFloat<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half fromFloat<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// Elements of T in one 16-byte vector.
+template <class T>
+constexpr int kVecElems = 16 / sizeof(T);
+
+// 16 bytes of T, unpacked to float32.
+template <class T>
+struct Vec16 {
+    float v[kVecElems<T>];
+};
+
+template <class T>
+__device__ __forceinline__ Vec16<T> unpack16(const uint4& raw)
+{
+    Vec16<T> out;
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < kVecElems<T>; ++i) out.v[i] = toFloat(e[i]);
+    return out;
+}
+
+template <class T>
+__device__ __forceinline__ uint4 pack16(const float (&v)[kVecElems<T>])
+{
+    uint4 raw;
+    T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < kVecElems<T>; ++i) e[i] = fromFloat<T>(v[i]);
+    return raw;
+}
+
+// Read-only 16-byte load through the non-coherent cache (data that no kernel of this launch writes).
+__device__ __forceinline__ uint4 loadNc16(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// --- reductions ---
+
+__device__ __forceinline__ float warpSum(float x)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+__device__ __forceinline__ float warpMax(float x)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+// Sum over the whole block (blockDim.x a multiple of 32, at most 1024). Every thread gets the result.
+__device__ __forceinline__ float blockSum(float x, float* scratch /* [32] shared */)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    x = warpSum(x);
+    __syncthreads();  // scratch may still be read by a previous call
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    float total = 0.0f;
+    const int numWarps = blockDim.x >> 5;
+    for (int w = 0; w < numWarps; ++w) total += scratch[w];
+    return total;
+}
+
+}  // namespace lector::gpu

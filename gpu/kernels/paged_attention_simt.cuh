@@ -1,0 +1,319 @@
+// SIMT paged attention shared by decode and the SIMT prefill path (internal to gpu/kernels; include
+// only from .cu). One CTA = one query row (a decode sequence, or one new prefill token) x one KV head
+// x one split-K partition; it computes all G query heads of that KV head, so K and V are read once
+// for the whole group.
+//
+// Inside a CTA: 4 warps take the partition's KV blocks round-robin; in a warp each token is read by
+// D / kVec lanes with one 16-byte load each (two tokens per warp step for 16-bit types), all 16
+// tokens of a block loaded before the first use. Pass 1 writes scaled logits to shared memory,
+// then the block finds max and sum, pass 2 reads V and accumulates p * v in registers; warps merge
+// through shared memory. With several partitions the CTA stores its unnormalised output, max and
+// sum, and pagedAttentionReduceKernel merges them (flash-decoding).
+#pragma once
+
+#include <algorithm>
+
+#include "gpu/kernels/common.cuh"
+#include "gpu/kernels/paged_decode_attention.cuh"
+
+namespace lector::gpu::detail {
+
+constexpr int kAttnThreads = 128;
+constexpr int kAttnWarps = kAttnThreads / 32;
+
+struct SimtArgs {
+    const void* query;           // [numRows, numQHeads, D], queryRowStride
+    void* out;                   // [numRows, numQHeads, D], outRowStride
+    const void* keyCache;        // [numBlocks, kKvBlockSize, numKvHeads, D]
+    const void* valueCache;
+    const int32_t* blockTable;   // [numSeqs, blockTableStride]
+    const int32_t* contextLens;  // [numSeqs]
+    const int32_t* cuSeqlensQ;   // [numSeqs + 1] for prefill rows; nullptr: row r is decode sequence r
+    float* workspace;            // split-K partials, layout in partialsOf()
+    int64_t queryRowStride;
+    int64_t outRowStride;
+    int64_t blockTableStride;
+    int numRows;
+    int numSeqs;
+    int numQHeads;
+    int numKvHeads;
+    int numBlocks;
+    int partitionLen;            // keys per CTA (multiple of kKvBlockSize); covers maxContextLen if unsplit
+    int numPartitions;
+    float scale;
+};
+
+struct RowInfo {
+    int seq;
+    int numKeys;  // causal limit: keys [0, numKeys) of sequence seq
+};
+
+__device__ __forceinline__ RowInfo rowInfo(const SimtArgs& a, int row)
+{
+    if (!a.cuSeqlensQ) return {row, a.contextLens[row]};
+    int lo = 0, hi = a.numSeqs - 1;  // the last sequence whose first token is <= row
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (a.cuSeqlensQ[mid] <= row) lo = mid;
+        else hi = mid - 1;
+    }
+    const int queryLen = a.cuSeqlensQ[lo + 1] - a.cuSeqlensQ[lo];
+    return {lo, a.contextLens[lo] - queryLen + (row - a.cuSeqlensQ[lo]) + 1};
+}
+
+// Split-K partials in the workspace: out [rows, qHeads, parts, D], then max and sum [rows, qHeads, parts].
+struct Partials {
+    float* out;
+    float* maxLogit;
+    float* expSum;
+};
+
+template <int D>
+__device__ __forceinline__ Partials partialsOf(const SimtArgs& a)
+{
+    const int64_t n = int64_t(a.numRows) * a.numQHeads * a.numPartitions;
+    return {a.workspace, a.workspace + n * D, a.workspace + n * D + n};
+}
+
+template <class T>
+__device__ __forceinline__ float softmaxExp(float x)
+{
+    if constexpr (sizeof(T) == 4) return expf(x);  // float32 is the parity path: keep full precision
+    else return __expf(x);
+}
+
+template <class T, int D, int G>
+__global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
+{
+    constexpr int kVec = kVecElems<T>;
+    constexpr int kLanesPerToken = D / kVec;
+    static_assert(D % kVec == 0 && kLanesPerToken <= 32 && 32 % kLanesPerToken == 0, "head dim layout");
+    constexpr int kTokensPerStep = 32 / kLanesPerToken;
+    constexpr int kSteps = kKvBlockSize / kTokensPerStep;
+
+    const int row = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
+    const RowInfo r = rowInfo(a, row);
+    const int start = part * a.partitionLen;
+    const int end = min(r.numKeys, start + a.partitionLen);
+    const int numTok = end - start;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
+    T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
+    if (numTok <= 0) {
+        // No keys in this partition. Unsplit: the output is zeros. Split: the reduce skips it.
+        if (a.numPartitions == 1)
+            for (int i = threadIdx.x; i < G * D; i += kAttnThreads) out[i] = fromFloat<T>(0.0f);
+        return;
+    }
+
+    extern __shared__ float smem[];
+    const int mainFloats = max(G * a.partitionLen, kAttnWarps * G * D);
+    float* logits = smem;                         // [G, partitionLen], then p = exp(logit - max)
+    float* redMax = smem + mainFloats;            // [kAttnWarps, G]
+    float* redSum = redMax + kAttnWarps * G;      // [kAttnWarps, G]
+
+    float q[G][kVec];
+    const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
+    }
+
+    const int32_t* table = a.blockTable + int64_t(r.seq) * a.blockTableStride;
+    const int firstPage = start / kKvBlockSize;
+    const int numPages = int(ceilDiv(end, kKvBlockSize)) - firstPage;
+    const int64_t tokenStride = int64_t(a.numKvHeads) * D;  // elements between tokens of a block
+    const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
+    const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
+
+    // --- pass 1: logits ---
+    float localMax[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
+    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
+        const int page = firstPage + pg;
+        const int32_t block = table[page];
+        const bool valid = block >= 0 && block < a.numBlocks;  // warp-uniform
+        uint4 raw[kSteps];
+        const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s)
+            raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const Vec16<T> k = unpack16<T>(raw[s]);
+            float dot[G];
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                dot[g] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
+#pragma unroll
+                for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+            }
+            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
+            if (t < end) {
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    const float l = valid ? dot[g] : -INFINITY;
+                    if (sub == 0) logits[g * a.partitionLen + t - start] = l;
+                    localMax[g] = fmaxf(localMax[g], l);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const float m = warpMax(localMax[g]);
+        if (lane == 0) redMax[warp * G + g] = m;
+    }
+    __syncthreads();
+
+    // --- softmax weights ---
+    float maxLogit[G], base[G], sum[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        maxLogit[g] = -INFINITY;
+        for (int w = 0; w < kAttnWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
+        base[g] = maxLogit[g] == -INFINITY ? 0.0f : maxLogit[g];  // all keys invalid: weights 0, not NaN
+        sum[g] = 0.0f;
+    }
+    for (int i = threadIdx.x; i < numTok; i += kAttnThreads) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            const float p = softmaxExp<T>(logits[g * a.partitionLen + i] - base[g]);
+            logits[g * a.partitionLen + i] = p;
+            sum[g] += p;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const float s = warpSum(sum[g]);
+        if (lane == 0) redSum[warp * G + g] = s;
+    }
+    __syncthreads();  // also publishes the weights written above
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        sum[g] = 0.0f;
+        for (int w = 0; w < kAttnWarps; ++w) sum[g] += redSum[w * G + g];
+    }
+
+    // --- pass 2: p * V ---
+    float acc[G][kVec];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
+    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
+        const int page = firstPage + pg;
+        const int32_t block = table[page];
+        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
+        uint4 raw[kSteps];
+        const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
+            if (t >= end) continue;  // never multiply garbage past the context (it may be NaN)
+            const Vec16<T> v = unpack16<T>(raw[s]);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                const float p = logits[g * a.partitionLen + t - start];
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(p, v.v[e], acc[g][e]);
+            }
+        }
+    }
+    // Tokens of one warp step share dims: fold the step's token groups, then the warps.
+#pragma unroll
+    for (int o = kLanesPerToken; o < 32; o <<= 1)
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+    __syncthreads();  // logits are dead: reuse as [kAttnWarps, G, D]
+    float* partial = smem;
+    if (lane < kLanesPerToken) {
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) partial[(warp * G + g) * D + sub * kVec + e] = acc[g][e];
+    }
+    __syncthreads();
+    const Partials parts = partialsOf<D>(a);
+    for (int i = threadIdx.x; i < G * D; i += kAttnThreads) {
+        const int g = i / D, d = i % D;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kAttnWarps; ++w) v += partial[(w * G + g) * D + d];
+        if (a.numPartitions == 1) {
+            out[i] = fromFloat<T>(sum[g] > 0.0f ? v / sum[g] : 0.0f);
+        } else {
+            const int64_t slot = (int64_t(row) * a.numQHeads + kvHead * G + g) * a.numPartitions + part;
+            parts.out[slot * D + d] = v;
+            if (d == 0) {
+                parts.maxLogit[slot] = maxLogit[g];
+                parts.expSum[slot] = sum[g];
+            }
+        }
+    }
+}
+
+// Merges the partitions of one (row, query head): rescales each partition's output and sum to the
+// global max. Grid [numRows, numQHeads], D threads.
+template <class T, int D>
+__global__ void __launch_bounds__(D) pagedAttentionReduceKernel(SimtArgs a)
+{
+    const int row = blockIdx.x, qHead = blockIdx.y;
+    const RowInfo r = rowInfo(a, row);
+    const int parts = min(a.numPartitions, int(ceilDiv(max(r.numKeys, 0), a.partitionLen)));
+    const Partials p = partialsOf<D>(a);
+    const int64_t first = (int64_t(row) * a.numQHeads + qHead) * a.numPartitions;
+    float maxLogit = -INFINITY;
+    for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, p.maxLogit[first + i]);
+    const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
+    float total = 0.0f;
+    for (int i = 0; i < parts; ++i) total += p.expSum[first + i] * softmaxExp<T>(p.maxLogit[first + i] - base);
+    T* out = static_cast<T*>(a.out) + row * a.outRowStride + qHead * D;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float v = 0.0f;
+        for (int i = 0; i < parts; ++i)
+            v += p.out[(first + i) * D + d] * softmaxExp<T>(p.maxLogit[first + i] - base);
+        out[d] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+    }
+}
+
+// Launches the SIMT kernel (and the reduce when split) for element type T.
+template <class T>
+cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream)
+{
+    constexpr int kVec = kVecElems<T>;
+    if (a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads != 0) return cudaErrorInvalidValue;
+    if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || a.partitionLen > kDecodeMaxPartition)
+        return cudaErrorInvalidValue;
+    if (a.numPartitions < 1 || a.numPartitions > 65535 || (a.numPartitions > 1 && !a.workspace))
+        return cudaErrorInvalidValue;
+    if (a.queryRowStride % kVec != 0 || a.outRowStride % kVec != 0 || !aligned16(a.query) || !aligned16(a.out) ||
+        !aligned16(a.keyCache) || !aligned16(a.valueCache))
+        return cudaErrorInvalidValue;
+    if (a.numRows == 0) return cudaSuccess;
+    return dispatchHeadDim(headDim, [&]<int D>() {
+        return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
+            const size_t smem =
+                (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
+            const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
+            pagedAttentionSimtKernel<T, D, G><<<grid, kAttnThreads, smem, stream>>>(a);
+            LECTOR_CUDA_TRY(cudaGetLastError());
+            if (a.numPartitions > 1) {
+                pagedAttentionReduceKernel<T, D><<<dim3(a.numRows, a.numQHeads), D, 0, stream>>>(a);
+                LECTOR_CUDA_TRY(cudaGetLastError());
+            }
+            return cudaSuccess;
+        });
+    });
+}
+
+}  // namespace lector::gpu::detail

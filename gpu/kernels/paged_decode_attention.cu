@@ -1,0 +1,36 @@
+// Paged decode attention: the SIMT kernel of paged_attention_simt.cuh with one row per sequence.
+#include "gpu/kernels/paged_attention_simt.cuh"
+#include "gpu/kernels/paged_decode_attention.cuh"
+
+namespace lector::gpu {
+
+cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cudaStream_t stream)
+{
+    if (p.numSeqs < 0 || p.maxContextLen < 0 || p.partitionSize < 0 || p.partitionSize % kKvBlockSize != 0)
+        return cudaErrorInvalidValue;
+    const int numPartitions = pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
+    detail::SimtArgs a{};
+    a.query = p.query;
+    a.out = p.out;
+    a.keyCache = p.keyCache;
+    a.valueCache = p.valueCache;
+    a.blockTable = p.blockTable;
+    a.contextLens = p.contextLens;
+    a.cuSeqlensQ = nullptr;
+    a.workspace = p.workspace;
+    a.queryRowStride = p.querySeqStride;
+    a.outRowStride = p.outSeqStride;
+    a.blockTableStride = p.blockTableStride;
+    a.numRows = p.numSeqs;
+    a.numSeqs = p.numSeqs;
+    a.numQHeads = p.numQHeads;
+    a.numKvHeads = p.numKvHeads;
+    a.numBlocks = p.numBlocks;
+    a.partitionLen = numPartitions > 1 ? p.partitionSize
+                                       : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
+    a.numPartitions = numPartitions;
+    a.scale = p.scale;
+    return dispatchDType(p.dtype, [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream); });
+}
+
+}  // namespace lector::gpu

@@ -1,0 +1,82 @@
+// Paged attention for decode steps: one query token per sequence against that sequence's whole
+// paged KV context. GQA-aware: a CTA owns one KV head and computes all of its query heads, so each
+// KV head is read once per step. Long contexts are split into partitions (split-K) that run as
+// separate CTAs and a second kernel merges their partial softmax results.
+// Called by the model runner on the engine thread once per layer; the runner picks the partition
+// size once per step (choosePagedDecodePartitionSize) and reuses it in every layer.
+//
+// Page table: blockTable [numSeqs, maxBlocksPerSeq] of int32 block ids; token t of sequence s lives
+// in block blockTable[s][t / kKvBlockSize] at offset t % kKvBlockSize. Cache layout as in
+// kv_cache_write.cuh.
+#pragma once
+
+#include "gpu/kernels/types.h"
+
+namespace lector::gpu {
+
+struct PagedDecodeAttentionParams {
+    DType dtype = DType::F16;          // of query, out and the caches
+    void* out = nullptr;               // [numSeqs, numQHeads, headDim], outSeqStride, heads contiguous
+    const void* query = nullptr;       // [numSeqs, numQHeads, headDim], querySeqStride, heads contiguous
+    const void* keyCache = nullptr;    // [numBlocks, kKvBlockSize, numKvHeads, headDim] contiguous
+    const void* valueCache = nullptr;  // [numBlocks, kKvBlockSize, numKvHeads, headDim] contiguous
+    const int32_t* blockTable = nullptr;   // [numSeqs, blockTableStride]
+    const int32_t* contextLens = nullptr;  // [numSeqs]: keys each query attends to (<= maxContextLen)
+    float* workspace = nullptr;        // pagedDecodeWorkspaceFloats() floats; unused with one partition
+    int64_t querySeqStride = 0;        // elements
+    int64_t outSeqStride = 0;
+    int64_t blockTableStride = 0;
+    int numSeqs = 0;
+    int numQHeads = 0;
+    int numKvHeads = 0;                // numQHeads / numKvHeads in {1, 2, 4, 8}
+    int headDim = 0;                   // 128 (the decoder's)
+    int numBlocks = 0;                 // pool size: block ids outside [0, numBlocks) are read as masked
+    int maxContextLen = 0;             // host-side bound on contextLens: sizes the grid
+    int partitionSize = 0;             // split-K tokens per CTA: a multiple of kKvBlockSize, or 0 = no split
+    float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
+};
+
+constexpr int kDecodeMinPartition = 256;
+constexpr int kDecodeMaxPartition = 1024;
+
+// Partitions the launch will use (1 when partitionSize is 0 or covers maxContextLen).
+constexpr int pagedDecodeNumPartitions(int maxContextLen, int partitionSize)
+{
+    if (partitionSize <= 0 || maxContextLen <= partitionSize) return 1;
+    return static_cast<int>(ceilDiv(maxContextLen, partitionSize));
+}
+
+// Floats of workspace for the split-K partial results: [rows, numQHeads, numPartitions] x (headDim + 2).
+// rows = numSeqs for decode, numTokens for the SIMT prefill path. Zero when there is one partition.
+constexpr int64_t pagedAttentionWorkspaceFloats(int rows, int numQHeads, int headDim, int numPartitions)
+{
+    return numPartitions <= 1 ? 0 : int64_t(rows) * numQHeads * numPartitions * (headDim + 2);
+}
+
+inline int64_t pagedDecodeWorkspaceFloats(const PagedDecodeAttentionParams& p)
+{
+    return pagedAttentionWorkspaceFloats(p.numSeqs, p.numQHeads, p.headDim,
+                                         pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize));
+}
+
+// A partition size that gives about two CTAs per SM: no split when numRows * numKvHeads CTAs already
+// fill the GPU and the context fits one partition of kDecodeMaxPartition tokens.
+constexpr int choosePagedDecodePartitionSize(int numRows, int numKvHeads, int maxContextLen, int numSms)
+{
+    const int64_t base = int64_t(numRows) * numKvHeads;
+    if (base <= 0 || maxContextLen <= kDecodeMinPartition) return 0;
+    const int64_t wanted = ceilDiv(2 * int64_t(numSms), base);  // partitions per (row, KV head)
+    int64_t size = ceilDiv(maxContextLen, wanted < 1 ? 1 : wanted);
+    size = ceilDiv(size, kKvBlockSize) * kKvBlockSize;
+    if (size < kDecodeMinPartition) size = kDecodeMinPartition;
+    if (size > kDecodeMaxPartition) size = kDecodeMaxPartition;
+    return size >= maxContextLen ? 0 : static_cast<int>(size);
+}
+
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+// Asynchronous on `stream`. cudaErrorInvalidValue for an unsupported head dim (128), group size
+// (1, 2, 4, 8), partition size, or a missing workspace when the launch splits.
+cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cudaStream_t stream);
+#endif
+
+}  // namespace lector::gpu

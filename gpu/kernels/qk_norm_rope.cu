@@ -1,0 +1,82 @@
+// QK-norm + XD-RoPE: one warp per (token, head); lane L holds the rotation pairs (j, j + D/2) for
+// j = L, L + 32, ..., so both halves of a pair stay in one thread and the RMS is one warp sum.
+#include "gpu/kernels/common.cuh"
+#include "gpu/kernels/qk_norm_rope.cuh"
+
+namespace lector::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+__device__ __forceinline__ int64_t positionOf(const QkNormRopeParams& p, int axis, int64_t token)
+{
+    const int64_t i = axis * p.positionsAxisStride + token;
+    const int64_t pos = p.positionsInt64 ? static_cast<const int64_t*>(p.positions)[i]
+                                         : static_cast<const int32_t*>(p.positions)[i];
+    return min(max(pos, int64_t(0)), int64_t(p.maxPosition - 1));
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
+{
+    constexpr int kHalf = D / 2;
+    constexpr int kPairsPerLane = (kHalf + 31) / 32;
+    const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+    const int headsPerToken = p.numQHeads + p.numKvHeads;
+    if (item >= int64_t(p.numTokens) * headsPerToken) return;  // warp-uniform
+    const int64_t token = item / headsPerToken;
+    const int head = static_cast<int>(item % headsPerToken);
+    const bool isQuery = head < p.numQHeads;
+    T* x = isQuery ? static_cast<T*>(p.query) + token * p.queryTokenStride + int64_t(head) * D
+                   : static_cast<T*>(p.key) + token * p.keyTokenStride + int64_t(head - p.numQHeads) * D;
+    const T* w = static_cast<const T*>(isQuery ? p.queryNormWeight : p.keyNormWeight);
+    const int lane = threadIdx.x & 31;
+
+    float y1[kPairsPerLane], y2[kPairsPerLane];
+    float sumSq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPairsPerLane; ++i) {
+        const int j = lane + 32 * i;
+        y1[i] = y2[i] = 0.0f;
+        if (j >= kHalf) continue;
+        int axis = 0;
+        for (int bound = p.sections[0]; axis + 1 < p.numPosAxes && j >= bound; bound += p.sections[axis + 1]) ++axis;
+        const float* cs = p.cosSinCache + positionOf(p, axis, token) * D;
+        const float c = cs[j], s = cs[kHalf + j];
+        const float x1 = toFloat(x[j]), x2 = toFloat(x[kHalf + j]);
+        y1[i] = x1 * c - x2 * s;
+        y2[i] = x2 * c + x1 * s;
+        sumSq += y1[i] * y1[i] + y2[i] * y2[i];
+    }
+    const float inv = w ? rsqrtf(warpSum(sumSq) / D + p.eps) : 1.0f;
+#pragma unroll
+    for (int i = 0; i < kPairsPerLane; ++i) {
+        const int j = lane + 32 * i;
+        if (j >= kHalf) continue;
+        x[j] = fromFloat<T>(y1[i] * inv * (w ? toFloat(w[j]) : 1.0f));
+        x[kHalf + j] = fromFloat<T>(y2[i] * inv * (w ? toFloat(w[kHalf + j]) : 1.0f));
+    }
+}
+
+}  // namespace
+
+cudaError_t launchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream)
+{
+    if (p.numTokens < 0 || p.numQHeads < 0 || p.numKvHeads < 0 || p.maxPosition <= 0 || p.numPosAxes < 1 ||
+        p.numPosAxes > 4)
+        return cudaErrorInvalidValue;
+    int sectionSum = 0;
+    for (int a = 0; a < p.numPosAxes; ++a) sectionSum += p.sections[a];
+    if (sectionSum != p.headDim / 2) return cudaErrorInvalidValue;
+    const int64_t items = int64_t(p.numTokens) * (p.numQHeads + p.numKvHeads);
+    if (items == 0) return cudaSuccess;
+    return dispatchDType(p.dtype, [&]<class T>() {
+        return dispatchHeadDim(p.headDim, [&]<int D>() {
+            qkNormRopeKernel<T, D><<<static_cast<unsigned>(ceilDiv(items, kWarps)), kThreads, 0, stream>>>(p);
+            return cudaGetLastError();
+        });
+    });
+}
+
+}  // namespace lector::gpu

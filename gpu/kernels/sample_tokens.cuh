@@ -1,0 +1,72 @@
+// Next-token choice on the device, one sequence per CTA: repetition penalty over a per-sequence
+// token-presence mask (HF semantics: a present token's logit l becomes l / penalty if l > 0, else
+// l * penalty), then greedy argmax or top-k sampling at a temperature. Optionally marks the chosen
+// token present, so the mask stays current without a host round trip. Engine thread, once per step.
+//
+// Top-k picks exactly k tokens: all whose penalized logit is above the k-th largest, then ties at
+// the k-th value in vocabulary order. The draw u in [0, 1) comes from uniformDraw(seed, offset), a
+// counter-based hash that host and device compute bit-identically, and selects the first token (in
+// vocabulary order) whose cumulative weight exp((l - lmax) / T) exceeds u * total.
+#pragma once
+
+#include "gpu/kernels/types.h"
+
+namespace lector::gpu {
+
+struct SampleTokensParams {
+    DType dtype = DType::F32;             // of logits
+    const void* logits = nullptr;         // [numSeqs, vocabSize], logitsStride
+    uint8_t* presence = nullptr;          // [numSeqs, vocabSize] 0/1, presenceStride; nullptr = no penalty
+    const float* temperature = nullptr;   // [numSeqs]; <= 0 means greedy
+    const int32_t* topK = nullptr;        // [numSeqs]; 1 means greedy, <= 0 or >= vocabSize the whole vocabulary
+    const float* repetitionPenalty = nullptr;  // [numSeqs] (> 0); 1 means none; nullptr = none
+    const int64_t* seeds = nullptr;       // [numSeqs] per-request seed
+    const int64_t* offsets = nullptr;     // [numSeqs] per-request draw counter (tokens sampled so far)
+    int64_t* outTokens = nullptr;         // [numSeqs]
+    int64_t logitsStride = 0;             // elements
+    int64_t presenceStride = 0;
+    int numSeqs = 0;
+    int vocabSize = 0;
+    bool updatePresence = false;          // set presence[s][token] = 1 after choosing
+};
+
+// splitmix64 finaliser.
+LECTOR_HD inline uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// A uniform draw in [0, 1) with 24 random bits; exact in float32 on host and device.
+LECTOR_HD inline float uniformDraw(int64_t seed, int64_t offset)
+{
+    const uint64_t h = mix64(static_cast<uint64_t>(seed) ^ mix64(static_cast<uint64_t>(offset)));
+    return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+// Order-preserving unsigned key of a float (larger float -> larger key); NaN sorts below -inf.
+LECTOR_HD inline uint32_t orderedKey(float f)
+{
+    if (f != f) return 0u;
+    uint32_t bits = 0;
+#ifdef __CUDA_ARCH__
+    bits = __float_as_uint(f);
+#else
+    __builtin_memcpy(&bits, &f, sizeof bits);
+#endif
+    return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+LECTOR_HD inline float penalizedLogit(float logit, bool present, float penalty)
+{
+    if (!present) return logit;
+    return logit > 0.0f ? logit / penalty : logit * penalty;
+}
+
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+cudaError_t launchSampleTokens(const SampleTokensParams& p, cudaStream_t stream);
+#endif
+
+}  // namespace lector::gpu

@@ -1,0 +1,457 @@
+// Tensor edge of gpu/: TORCH_CHECKs, Params from tensors, then the CUDA launcher or the CPU reference.
+// No kernel code here. The CUDA path compiles against CPU-only libtorch too (Debian's 1.13): only the
+// current-stream lookup needs c10_cuda, and without it no CUDA tensor can reach this file.
+#include "gpu/ops.h"
+
+#include <c10/core/DeviceGuard.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "gpu/ref/kv_cache_write_ref.h"
+#include "gpu/ref/paged_decode_attention_ref.h"
+#include "gpu/ref/paged_prefill_attention_ref.h"
+#include "gpu/ref/qk_norm_rope_ref.h"
+#include "gpu/ref/rms_norm_ref.h"
+#include "gpu/ref/sample_tokens_ref.h"
+#include "gpu/ref/silu_and_mul_ref.h"
+
+#ifdef LECTOR_TORCH_HAS_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace lector::gpu {
+namespace {
+
+cudaStream_t currentStream(const at::Tensor& t)
+{
+#ifdef LECTOR_TORCH_HAS_CUDA
+    return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+#else
+    TORCH_CHECK(false, "lector_gpu: libtorch was built without CUDA, so ", t.device(), " tensors cannot be used");
+    return nullptr;
+#endif
+}
+
+DType dtypeOf(const at::Tensor& t, const char* op, const char* name)
+{
+    switch (t.scalar_type()) {
+    case at::kFloat: return DType::F32;
+    case at::kHalf: return DType::F16;
+    case at::kBFloat16: return DType::BF16;
+    default: break;
+    }
+    TORCH_CHECK(false, op, ": ", name, " has dtype ", t.scalar_type(), "; supported: float32, float16, bfloat16");
+    return DType::F32;
+}
+
+void checkLike(const at::Tensor& t, const at::Tensor& anchor, const char* op, const char* name)
+{
+    TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
+    TORCH_CHECK(t.device() == anchor.device(), op, ": ", name, " is on ", t.device(), ", expected ", anchor.device());
+    TORCH_CHECK(t.scalar_type() == anchor.scalar_type(), op, ": ", name, " has dtype ", t.scalar_type(),
+                ", expected ", anchor.scalar_type());
+}
+
+// An index/parameter tensor: given dtype, 1-D or 2-D as stated, on the anchor's device, contiguous.
+void checkAux(const at::Tensor& t, const at::Tensor& anchor, at::ScalarType type, int64_t dims, const char* op,
+              const char* name)
+{
+    TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
+    TORCH_CHECK(t.device() == anchor.device(), op, ": ", name, " is on ", t.device(), ", expected ", anchor.device());
+    TORCH_CHECK(t.scalar_type() == type, op, ": ", name, " has dtype ", t.scalar_type(), ", expected ", type);
+    TORCH_CHECK(t.dim() == dims, op, ": ", name, " must have ", dims, " dims, got ", t.sizes());
+    TORCH_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous");
+}
+
+// [numBlocks, kKvBlockSize, numKvHeads, headDim], contiguous; both caches alike.
+void checkCaches(const at::Tensor& keyCache, const at::Tensor& valueCache, const char* op)
+{
+    TORCH_CHECK(keyCache.dim() == 4 && keyCache.size(1) == kKvBlockSize, op,
+                ": keyCache must be [numBlocks, ", kKvBlockSize, ", numKvHeads, headDim], got ", keyCache.sizes());
+    TORCH_CHECK(keyCache.is_contiguous() && valueCache.is_contiguous(), op, ": KV caches must be contiguous");
+    TORCH_CHECK(valueCache.sizes() == keyCache.sizes(), op, ": valueCache is ", valueCache.sizes(), ", keyCache is ",
+                keyCache.sizes());
+    checkLike(valueCache, keyCache, op, "valueCache");
+    dtypeOf(keyCache, op, "keyCache");
+}
+
+// [rows, heads, headDim] with contiguous heads (head stride headDim, innermost stride 1).
+void checkHeads(const at::Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const char* op, const char* name)
+{
+    TORCH_CHECK(t.dim() == 3 && t.size(0) == rows && t.size(1) == heads && t.size(2) == headDim, op, ": ", name,
+                " must be [", rows, ", ", heads, ", ", headDim, "], got ", t.sizes());
+    TORCH_CHECK(t.stride(2) == 1 && (heads == 1 || t.stride(1) == headDim), op, ": ", name,
+                " needs contiguous heads (strides [*, ", headDim, ", 1]), got ", t.strides());
+}
+
+void checkCudaAttention(const at::Tensor& anchor, int64_t headDim, int64_t groupSize, const char* op)
+{
+    if (!anchor.is_cuda()) return;  // the reference takes any head dim and group size
+    TORCH_CHECK(headDim == 128, op, ": head dim ", headDim, " has no CUDA kernel; supported: 128");
+    TORCH_CHECK(groupSize == 1 || groupSize == 2 || groupSize == 4 || groupSize == 8, op, ": ", groupSize,
+                " query heads per KV head has no CUDA kernel; supported: 1, 2, 4, 8");
+}
+
+int toInt(int64_t v, const char* op, const char* name)
+{
+    TORCH_CHECK(v >= 0 && v <= std::numeric_limits<int32_t>::max(), op, ": ", name, " = ", v, " is out of range");
+    return static_cast<int>(v);
+}
+
+// CUDA launch on the tensors' current stream, or the reference on CPU.
+template <class Params>
+void dispatch(const at::Tensor& anchor, const char* op, const Params& p,
+              cudaError_t (*launch)(const Params&, cudaStream_t), void (*reference)(const Params&))
+{
+    if (anchor.is_cuda()) {
+        const c10::DeviceGuard guard(anchor.device());
+        const cudaError_t err = launch(p, currentStream(anchor));
+        TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));
+        return;
+    }
+    TORCH_CHECK(anchor.is_cpu(), op, ": tensors must be on CUDA or CPU, got ", anchor.device());
+    reference(p);
+}
+
+}  // namespace
+
+// --- KV cache ---
+
+void writeKvCache(const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& key,
+                  const at::Tensor& value, const at::Tensor& slotMapping)
+{
+    const char* op = "writeKvCache";
+    checkCaches(keyCache, valueCache, op);
+    checkLike(key, keyCache, op, "key");
+    checkLike(value, keyCache, op, "value");
+    const int64_t numTokens = key.size(0), numKvHeads = keyCache.size(2), headDim = keyCache.size(3);
+    TORCH_CHECK(key.dim() == 3 && key.size(1) == numKvHeads && key.size(2) == headDim && key.stride(2) == 1, op,
+                ": key must be [numTokens, ", numKvHeads, ", ", headDim, "] with contiguous rows, got ", key.sizes());
+    TORCH_CHECK(value.sizes() == key.sizes() && value.stride(2) == 1, op, ": value is ", value.sizes(), ", key is ",
+                key.sizes());
+    checkAux(slotMapping, keyCache, at::kLong, 1, op, "slotMapping");
+    TORCH_CHECK(slotMapping.size(0) == numTokens, op, ": slotMapping has ", slotMapping.size(0), " slots for ",
+                numTokens, " tokens");
+    KvCacheWriteParams p;
+    p.dtype = dtypeOf(keyCache, op, "keyCache");
+    p.key = key.data_ptr();
+    p.value = value.data_ptr();
+    p.keyCache = keyCache.data_ptr();
+    p.valueCache = valueCache.data_ptr();
+    p.slotMapping = slotMapping.data_ptr<int64_t>();
+    p.keyTokenStride = key.stride(0);
+    p.keyHeadStride = key.stride(1);
+    p.valueTokenStride = value.stride(0);
+    p.valueHeadStride = value.stride(1);
+    p.numTokens = toInt(numTokens, op, "numTokens");
+    p.numKvHeads = toInt(numKvHeads, op, "numKvHeads");
+    p.headDim = toInt(headDim, op, "headDim");
+    p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
+    dispatch(keyCache, op, p, &launchKvCacheWrite, &ref::kvCacheWriteRef);
+}
+
+// --- attention ---
+
+int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,
+                                    const c10::Device& device)
+{
+    int numSms = 132;  // H100/H200; only the CPU path lands here without a device query
+    if (device.is_cuda()) {
+        const int index = device.has_index() ? device.index() : 0;
+        TORCH_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, index) == cudaSuccess,
+                    "pagedAttentionPartitionSize: cannot query ", device);
+    }
+    return choosePagedDecodePartitionSize(static_cast<int>(std::min<int64_t>(numRows, 1 << 30)),
+                                          static_cast<int>(numKvHeads),
+                                          static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
+}
+
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
+{
+    const char* op = "pagedDecodeAttention";
+    checkCaches(keyCache, valueCache, op);
+    checkLike(query, keyCache, op, "query");
+    checkLike(out, keyCache, op, "out");
+    const int64_t numSeqs = query.size(0), numQHeads = query.dim() == 3 ? query.size(1) : 0;
+    const int64_t numKvHeads = keyCache.size(2), headDim = keyCache.size(3);
+    checkHeads(query, numSeqs, numQHeads, headDim, op, "query");
+    checkHeads(out, numSeqs, numQHeads, headDim, op, "out");
+    TORCH_CHECK(numQHeads > 0 && numQHeads % numKvHeads == 0, op, ": ", numQHeads,
+                " query heads are not a multiple of ", numKvHeads, " KV heads");
+    checkCudaAttention(query, headDim, numQHeads / numKvHeads, op);
+    checkAux(blockTable, keyCache, at::kInt, 2, op, "blockTable");
+    checkAux(contextLens, keyCache, at::kInt, 1, op, "contextLens");
+    TORCH_CHECK(blockTable.size(0) == numSeqs && contextLens.size(0) == numSeqs, op, ": blockTable ",
+                blockTable.sizes(), " and contextLens ", contextLens.sizes(), " must have ", numSeqs, " rows");
+    TORCH_CHECK(maxContextLen >= 0 && maxContextLen <= blockTable.size(1) * kKvBlockSize, op, ": maxContextLen ",
+                maxContextLen, " exceeds the block table's ", blockTable.size(1), " blocks");
+    PagedDecodeAttentionParams p;
+    p.dtype = dtypeOf(keyCache, op, "keyCache");
+    p.out = out.data_ptr();
+    p.query = query.data_ptr();
+    p.keyCache = keyCache.data_ptr();
+    p.valueCache = valueCache.data_ptr();
+    p.blockTable = blockTable.data_ptr<int32_t>();
+    p.contextLens = contextLens.data_ptr<int32_t>();
+    p.querySeqStride = query.stride(0);
+    p.outSeqStride = out.stride(0);
+    p.blockTableStride = blockTable.stride(0);
+    p.numSeqs = toInt(numSeqs, op, "numSeqs");
+    p.numQHeads = toInt(numQHeads, op, "numQHeads");
+    p.numKvHeads = toInt(numKvHeads, op, "numKvHeads");
+    p.headDim = toInt(headDim, op, "headDim");
+    p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
+    p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
+    p.partitionSize = toInt(partitionSize >= 0 ? partitionSize
+                                               : pagedAttentionPartitionSize(numSeqs, numKvHeads, maxContextLen,
+                                                                             query.device()),
+                            op, "partitionSize");
+    TORCH_CHECK(p.partitionSize % kKvBlockSize == 0 && p.partitionSize <= kDecodeMaxPartition &&
+                    (p.partitionSize > 0 || maxContextLen <= kDecodeMaxPartition),
+                op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
+                kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
+    p.scale = static_cast<float>(scale);
+    at::Tensor workspace;
+    if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {
+        workspace = at::empty({floats}, query.options().dtype(at::kFloat));
+        p.workspace = workspace.data_ptr<float>();
+    }
+    dispatch(query, op, p, &launchPagedDecodeAttention, &ref::pagedDecodeAttentionRef);
+}
+
+void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                           const at::Tensor& valueCache, const at::Tensor& blockTable,
+                           const at::Tensor& cuSeqlensQ, const at::Tensor& contextLens, int64_t maxQueryLen,
+                           int64_t maxContextLen, double scale, PrefillImpl impl)
+{
+    const char* op = "pagedPrefillAttention";
+    checkCaches(keyCache, valueCache, op);
+    checkLike(query, keyCache, op, "query");
+    checkLike(out, keyCache, op, "out");
+    const int64_t numTokens = query.size(0), numQHeads = query.dim() == 3 ? query.size(1) : 0;
+    const int64_t numKvHeads = keyCache.size(2), headDim = keyCache.size(3);
+    checkHeads(query, numTokens, numQHeads, headDim, op, "query");
+    checkHeads(out, numTokens, numQHeads, headDim, op, "out");
+    TORCH_CHECK(numQHeads > 0 && numQHeads % numKvHeads == 0, op, ": ", numQHeads,
+                " query heads are not a multiple of ", numKvHeads, " KV heads");
+    checkCudaAttention(query, headDim, numQHeads / numKvHeads, op);
+    checkAux(blockTable, keyCache, at::kInt, 2, op, "blockTable");
+    checkAux(cuSeqlensQ, keyCache, at::kInt, 1, op, "cuSeqlensQ");
+    checkAux(contextLens, keyCache, at::kInt, 1, op, "contextLens");
+    const int64_t numSeqs = contextLens.size(0);
+    TORCH_CHECK(cuSeqlensQ.size(0) == numSeqs + 1 && blockTable.size(0) == numSeqs, op, ": cuSeqlensQ ",
+                cuSeqlensQ.sizes(), " and blockTable ", blockTable.sizes(), " must match ", numSeqs, " sequences");
+    TORCH_CHECK(maxContextLen >= 0 && maxContextLen <= blockTable.size(1) * kKvBlockSize, op, ": maxContextLen ",
+                maxContextLen, " exceeds the block table's ", blockTable.size(1), " blocks");
+    TORCH_CHECK(impl != PrefillImpl::TensorCore || query.scalar_type() != at::kFloat, op,
+                ": the tensor-core path takes float16 or bfloat16, not float32");
+    PagedPrefillAttentionParams p;
+    p.dtype = dtypeOf(keyCache, op, "keyCache");
+    p.impl = impl;
+    p.out = out.data_ptr();
+    p.query = query.data_ptr();
+    p.keyCache = keyCache.data_ptr();
+    p.valueCache = valueCache.data_ptr();
+    p.blockTable = blockTable.data_ptr<int32_t>();
+    p.cuSeqlensQ = cuSeqlensQ.data_ptr<int32_t>();
+    p.contextLens = contextLens.data_ptr<int32_t>();
+    p.queryTokenStride = query.stride(0);
+    p.outTokenStride = out.stride(0);
+    p.blockTableStride = blockTable.stride(0);
+    p.numTokens = toInt(numTokens, op, "numTokens");
+    p.numSeqs = toInt(numSeqs, op, "numSeqs");
+    p.numQHeads = toInt(numQHeads, op, "numQHeads");
+    p.numKvHeads = toInt(numKvHeads, op, "numKvHeads");
+    p.headDim = toInt(headDim, op, "headDim");
+    p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
+    p.maxQueryLen = toInt(maxQueryLen, op, "maxQueryLen");
+    p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
+    p.scale = static_cast<float>(scale);
+    at::Tensor workspace;
+    if (query.is_cuda() && !prefillUsesTensorCores(p)) {
+        p.partitionSize = toInt(pagedAttentionPartitionSize(numTokens, numKvHeads, maxContextLen, query.device()), op,
+                                "partitionSize");
+        if (const int64_t floats = pagedPrefillWorkspaceFloats(p); floats > 0) {
+            workspace = at::empty({floats}, query.options().dtype(at::kFloat));
+            p.workspace = workspace.data_ptr<float>();
+        }
+    }
+    dispatch(query, op, p, &launchPagedPrefillAttention, &ref::pagedPrefillAttentionRef);
+}
+
+// --- norms, rotary, activation ---
+
+namespace {
+
+void runRmsNorm(const char* op, const at::Tensor& out, const at::Tensor* residual, const at::Tensor& input,
+                const at::Tensor& weight, double eps)
+{
+    dtypeOf(input, op, "input");
+    checkLike(out, input, op, "out");
+    checkLike(weight, input, op, "weight");
+    TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1, op, ": input must be [numTokens, hidden] with contiguous rows, got ",
+                input.sizes(), " strides ", input.strides());
+    TORCH_CHECK(out.sizes() == input.sizes() && out.stride(1) == 1, op, ": out is ", out.sizes(), ", input is ",
+                input.sizes());
+    TORCH_CHECK(weight.dim() == 1 && weight.size(0) == input.size(1) && weight.is_contiguous(), op,
+                ": weight must be [", input.size(1), "], got ", weight.sizes());
+    RmsNormParams p;
+    p.dtype = dtypeOf(input, op, "input");
+    p.out = out.data_ptr();
+    p.input = input.data_ptr();
+    p.weight = weight.data_ptr();
+    p.outStride = out.stride(0);
+    p.inputStride = input.stride(0);
+    if (residual) {
+        checkLike(*residual, input, op, "residual");
+        TORCH_CHECK(residual->sizes() == input.sizes() && residual->stride(1) == 1, op, ": residual is ",
+                    residual->sizes(), ", input is ", input.sizes());
+        p.residual = residual->data_ptr();
+        p.residualStride = residual->stride(0);
+    }
+    p.numTokens = toInt(input.size(0), op, "numTokens");
+    p.hidden = toInt(input.size(1), op, "hidden");
+    p.eps = static_cast<float>(eps);
+    dispatch(input, op, p, &launchRmsNorm, &ref::rmsNormRef);
+}
+
+}  // namespace
+
+void rmsNorm(const at::Tensor& out, const at::Tensor& input, const at::Tensor& weight, double eps)
+{
+    runRmsNorm("rmsNorm", out, nullptr, input, weight, eps);
+}
+
+void fusedAddRmsNorm(const at::Tensor& out, const at::Tensor& residual, const at::Tensor& input,
+                     const at::Tensor& weight, double eps)
+{
+    runRmsNorm("fusedAddRmsNorm", out, &residual, input, weight, eps);
+}
+
+void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
+                const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
+                const std::vector<int>& sections, double eps)
+{
+    const char* op = "qkNormRope";
+    const DType dtype = dtypeOf(query, op, "query");
+    checkLike(key, query, op, "key");
+    TORCH_CHECK(query.dim() == 3 && key.dim() == 3, op, ": query and key must be [numTokens, heads, headDim]");
+    const int64_t numTokens = query.size(0), headDim = query.size(2);
+    checkHeads(query, numTokens, query.size(1), headDim, op, "query");
+    checkHeads(key, numTokens, key.size(1), headDim, op, "key");
+    if (query.is_cuda()) TORCH_CHECK(headDim == 128, op, ": head dim ", headDim, " has no CUDA kernel; supported: 128");
+    TORCH_CHECK(positions.defined() && (positions.scalar_type() == at::kLong || positions.scalar_type() == at::kInt),
+                op, ": positions must be int64 or int32");
+    checkAux(positions, query, positions.scalar_type(), 2, op, "positions");
+    const int64_t numAxes = positions.size(0);
+    TORCH_CHECK(numAxes >= 1 && numAxes <= 4 && positions.size(1) == numTokens, op,
+                ": positions must be [1..4, ", numTokens, "], got ", positions.sizes());
+    TORCH_CHECK(static_cast<int64_t>(sections.size()) == numAxes &&
+                    std::accumulate(sections.begin(), sections.end(), int64_t(0)) == headDim / 2 &&
+                    std::all_of(sections.begin(), sections.end(), [](int s) { return s >= 0; }),
+                op, ": sections must give each of the ", numAxes, " position axes a share of ", headDim / 2,
+                " frequencies");
+    checkAux(cosSinCache, query, at::kFloat, 2, op, "cosSinCache");
+    TORCH_CHECK(cosSinCache.size(1) == headDim && cosSinCache.size(0) > 0, op, ": cosSinCache must be [maxPosition, ",
+                headDim, "], got ", cosSinCache.sizes());
+    for (const at::Tensor* w : {&queryNormWeight, &keyNormWeight}) {
+        if (!w->defined()) continue;
+        checkLike(*w, query, op, "norm weight");
+        TORCH_CHECK(w->dim() == 1 && w->size(0) == headDim && w->is_contiguous(), op, ": norm weights must be [",
+                    headDim, "], got ", w->sizes());
+    }
+    QkNormRopeParams p;
+    p.dtype = dtype;
+    p.query = query.data_ptr();
+    p.key = key.data_ptr();
+    p.positions = positions.data_ptr();
+    p.positionsInt64 = positions.scalar_type() == at::kLong;
+    p.cosSinCache = cosSinCache.data_ptr<float>();
+    p.queryNormWeight = queryNormWeight.defined() ? queryNormWeight.data_ptr() : nullptr;
+    p.keyNormWeight = keyNormWeight.defined() ? keyNormWeight.data_ptr() : nullptr;
+    p.queryTokenStride = query.stride(0);
+    p.keyTokenStride = key.stride(0);
+    p.positionsAxisStride = positions.stride(0);
+    p.numTokens = toInt(numTokens, op, "numTokens");
+    p.numQHeads = toInt(query.size(1), op, "numQHeads");
+    p.numKvHeads = toInt(key.size(1), op, "numKvHeads");
+    p.headDim = toInt(headDim, op, "headDim");
+    p.maxPosition = toInt(cosSinCache.size(0), op, "maxPosition");
+    p.numPosAxes = static_cast<int>(numAxes);
+    for (int a = 0; a < p.numPosAxes; ++a) p.sections[a] = sections[a];
+    p.eps = static_cast<float>(eps);
+    dispatch(query, op, p, &launchQkNormRope, &ref::qkNormRopeRef);
+}
+
+void siluAndMul(const at::Tensor& out, const at::Tensor& input)
+{
+    const char* op = "siluAndMul";
+    const DType dtype = dtypeOf(input, op, "input");
+    checkLike(out, input, op, "out");
+    TORCH_CHECK(input.dim() == 2 && input.size(1) % 2 == 0 && input.stride(1) == 1, op,
+                ": input must be [numTokens, 2 * d] with contiguous rows, got ", input.sizes());
+    TORCH_CHECK(out.dim() == 2 && out.size(0) == input.size(0) && out.size(1) * 2 == input.size(1) &&
+                    out.stride(1) == 1,
+                op, ": out must be [", input.size(0), ", ", input.size(1) / 2, "], got ", out.sizes());
+    SiluAndMulParams p;
+    p.dtype = dtype;
+    p.out = out.data_ptr();
+    p.input = input.data_ptr();
+    p.outStride = out.stride(0);
+    p.inputStride = input.stride(0);
+    p.numTokens = toInt(input.size(0), op, "numTokens");
+    p.d = toInt(out.size(1), op, "d");
+    if (p.d == 0) return;
+    dispatch(input, op, p, &launchSiluAndMul, &ref::siluAndMulRef);
+}
+
+// --- sampling ---
+
+void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
+                  const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
+                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence)
+{
+    const char* op = "sampleTokens";
+    const DType dtype = dtypeOf(logits, op, "logits");
+    TORCH_CHECK(logits.dim() == 2 && logits.stride(1) == 1 && logits.size(1) > 0, op,
+                ": logits must be [numSeqs, vocab] with contiguous rows, got ", logits.sizes());
+    const int64_t numSeqs = logits.size(0);
+    checkAux(outTokens, logits, at::kLong, 1, op, "outTokens");
+    checkAux(temperature, logits, at::kFloat, 1, op, "temperature");
+    checkAux(topK, logits, at::kInt, 1, op, "topK");
+    checkAux(repetitionPenalty, logits, at::kFloat, 1, op, "repetitionPenalty");
+    checkAux(seeds, logits, at::kLong, 1, op, "seeds");
+    checkAux(offsets, logits, at::kLong, 1, op, "offsets");
+    for (const at::Tensor* t : {&outTokens, &temperature, &topK, &repetitionPenalty, &seeds, &offsets})
+        TORCH_CHECK(t->size(0) == numSeqs, op, ": per-sequence tensors must have ", numSeqs, " entries, got ",
+                    t->sizes());
+    SampleTokensParams p;
+    if (presence.defined()) {
+        TORCH_CHECK(presence.scalar_type() == at::kByte || presence.scalar_type() == at::kBool, op,
+                    ": presence must be uint8 or bool, got ", presence.scalar_type());
+        TORCH_CHECK(presence.device() == logits.device() && presence.sizes() == logits.sizes() &&
+                        presence.stride(1) == 1,
+                    op, ": presence must be ", logits.sizes(), " on ", logits.device(), " with contiguous rows");
+        p.presence = static_cast<uint8_t*>(presence.data_ptr());
+        p.presenceStride = presence.stride(0);
+    }
+    p.dtype = dtype;
+    p.logits = logits.data_ptr();
+    p.temperature = temperature.data_ptr<float>();
+    p.topK = topK.data_ptr<int32_t>();
+    p.repetitionPenalty = repetitionPenalty.data_ptr<float>();
+    p.seeds = seeds.data_ptr<int64_t>();
+    p.offsets = offsets.data_ptr<int64_t>();
+    p.outTokens = outTokens.data_ptr<int64_t>();
+    p.logitsStride = logits.stride(0);
+    p.numSeqs = toInt(numSeqs, op, "numSeqs");
+    p.vocabSize = toInt(logits.size(1), op, "vocab");
+    p.updatePresence = updatePresence;
+    dispatch(logits, op, p, &launchSampleTokens, &ref::sampleTokensRef);
+}
+
+}  // namespace lector::gpu

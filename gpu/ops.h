@@ -1,0 +1,82 @@
+// Tensor-level entry points of gpu/: the only gpu/ header core includes (core/runner, engine thread
+// only). Each function checks dtype, device, shape and strides with TORCH_CHECK (the message lists
+// what is supported), then runs the CUDA kernel on the current stream of the tensors' device, or the
+// scalar reference of gpu/ref for CPU tensors (slow; for tests and tiny models). A failed launch is a
+// TORCH_CHECK failure too. All calls are asynchronous on CUDA; none allocates except the split-K
+// workspace of the attention ops (from the caching allocator, so CUDA-graph capture works).
+//
+// Conventions: outputs come first and are written in place (they are handles, hence const&);
+// float tensors are float32, float16 or bfloat16 and all share one dtype per call; the innermost
+// dimension is contiguous. Paged KV cache: [numBlocks, kKvBlockSize=16, numKvHeads, headDim],
+// contiguous; block table [numSeqs, maxBlocksPerSeq] int32.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "gpu/kernels/paged_prefill_attention.cuh"
+
+namespace lector::gpu {
+
+// --- KV cache ---
+
+// keyCache/valueCache[slot] = key/value[token] for slot = slotMapping[token] >= 0.
+// key, value: [numTokens, numKvHeads, headDim] (any token/head strides); slotMapping: [numTokens] int64.
+void writeKvCache(const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& key,
+                  const at::Tensor& value, const at::Tensor& slotMapping);
+
+// --- attention ---
+
+// Split-K partition size for paged attention over numRows query rows (sequences for decode, tokens
+// for the SIMT prefill path) on `device`: 0 means no split. The runner computes it once per step.
+int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,
+                                    const c10::Device& device);
+
+// out[s, h] = softmax(scale * q[s, h] . K[s]) V[s] over the contextLens[s] cached tokens of sequence s.
+// out, query: [numSeqs, numQHeads, headDim] (any seq stride); contextLens: [numSeqs] int32;
+// maxContextLen >= max(contextLens) sizes the grid. partitionSize < 0 chooses automatically.
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale,
+                          int64_t partitionSize = -1);
+
+// Causal attention of each sequence's new tokens over its cached + new tokens (new K/V already in
+// the cache). out, query: [numTokens, numQHeads, headDim]; cuSeqlensQ: [numSeqs + 1] int32;
+// contextLens: [numSeqs] int32 (cached + new); maxQueryLen / maxContextLen bound them.
+void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                           const at::Tensor& valueCache, const at::Tensor& blockTable,
+                           const at::Tensor& cuSeqlensQ, const at::Tensor& contextLens, int64_t maxQueryLen,
+                           int64_t maxContextLen, double scale, PrefillImpl impl = PrefillImpl::Auto);
+
+// --- norms, rotary, activation ---
+
+// out = weight * x / rms(x). out, input: [numTokens, hidden] (any token stride; out may be input).
+void rmsNorm(const at::Tensor& out, const at::Tensor& input, const at::Tensor& weight, double eps);
+
+// residual += input (rounded to the dtype); out = weight * residual / rms(residual).
+void fusedAddRmsNorm(const at::Tensor& out, const at::Tensor& residual, const at::Tensor& input,
+                     const at::Tensor& weight, double eps);
+
+// In place: rotary embedding by positions [numAxes, numTokens] (int64 or int32; numAxes 1..4, each
+// axis owning sections[a] frequencies), then per-head RMSNorm with the given [headDim] weights
+// (undefined tensors: no norm). query: [numTokens, numQHeads, headDim], key: [numTokens, numKvHeads,
+// headDim] (any token stride); cosSinCache: [maxPosition, headDim] float32 (cos | sin halves).
+void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
+                const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
+                const std::vector<int>& sections, double eps);
+
+// out = silu(input[:, :d]) * input[:, d:]. out: [numTokens, d]; input: [numTokens, 2d].
+void siluAndMul(const at::Tensor& out, const at::Tensor& input);
+
+// --- sampling ---
+
+// outTokens[s] (int64) = greedy or top-k choice for sequence s after the repetition penalty
+// (sample_tokens.cuh). logits: [numSeqs, vocab]; presence: [numSeqs, vocab] uint8/bool or undefined;
+// temperature, repetitionPenalty: [numSeqs] float32; topK: [numSeqs] int32; seeds, offsets:
+// [numSeqs] int64. With updatePresence the chosen token is marked in presence.
+void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
+                  const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
+                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence);
+
+}  // namespace lector::gpu

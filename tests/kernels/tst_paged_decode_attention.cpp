@@ -1,0 +1,192 @@
+// Paged decode attention: the CPU reference against attention computed densely by libtorch in
+// float64 (always), and the CUDA kernel against the reference (CUDA machines), over the paging
+// matrix of docs/style.md §6.6: context 1, an exact block multiple, partial last blocks, odd sizes,
+// shuffled block ids, GQA, split-K on and off.
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "gpu/ref/paged_decode_attention_ref.h"
+#include "tests/kernels/kernel_test_util.h"
+#ifdef LECTOR_HAVE_CUDA
+#include "gpu/ops.h"
+#endif
+
+namespace kt = lector::test::kernels;
+using lector::gpu::PagedDecodeAttentionParams;
+
+namespace {
+
+constexpr int kHeadDim = 128;
+
+// The reference on CPU tensors of any dtype; returns out in that dtype.
+at::Tensor runReference(const kt::PagedKv& kv, const at::Tensor& query, double scale)
+{
+    const at::Tensor out = at::full(query.sizes(), NAN, query.options());
+    PagedDecodeAttentionParams p;
+    p.dtype = kt::toDType(query.scalar_type());
+    p.out = out.data_ptr();
+    p.query = query.data_ptr();
+    p.keyCache = kv.keyCache.data_ptr();
+    p.valueCache = kv.valueCache.data_ptr();
+    p.blockTable = kv.blockTable.data_ptr<int32_t>();
+    p.contextLens = kv.contextLens.data_ptr<int32_t>();
+    p.querySeqStride = query.stride(0);
+    p.outSeqStride = out.stride(0);
+    p.blockTableStride = kv.blockTable.stride(0);
+    p.numSeqs = static_cast<int>(query.size(0));
+    p.numQHeads = static_cast<int>(query.size(1));
+    p.numKvHeads = kv.numKvHeads;
+    p.headDim = kv.headDim;
+    p.numBlocks = kv.numBlocks;
+    p.maxContextLen = *std::max_element(kv.contexts.begin(), kv.contexts.end());
+    p.scale = static_cast<float>(scale);
+    lector::gpu::ref::pagedDecodeAttentionRef(p);
+    return out;
+}
+
+// Dense attention of each sequence, computed by libtorch in `type` (float64 for checking the reference).
+at::Tensor denseAttention(const kt::PagedKv& kv, const at::Tensor& query, double scale, at::ScalarType type,
+                          const at::Device& device)
+{
+    std::vector<at::Tensor> rows;
+    for (size_t s = 0; s < kv.contexts.size(); ++s) {
+        const at::Tensor q = query[s].unsqueeze(0).to(device).to(type);
+        if (kv.contexts[s] == 0) {
+            rows.push_back(at::zeros_like(q));
+            continue;
+        }
+        const at::Tensor k = kv.gather(kv.keyCache, static_cast<int>(s)).to(device).to(type);
+        const at::Tensor v = kv.gather(kv.valueCache, static_cast<int>(s)).to(device).to(type);
+        rows.push_back(kt::naiveAttention(q, k, v, scale, -1));
+    }
+    return at::cat(rows, 0);
+}
+
+struct Case {
+    const char* name;
+    std::vector<int> contexts;
+    int numQHeads, numKvHeads;
+};
+
+const std::vector<Case>& cases()
+{
+    static const std::vector<Case> all{
+        {"context 1", {1}, 16, 8},
+        {"exact block multiples", {16, 32, 256}, 16, 8},
+        {"partial last blocks", {17, 33, 100}, 16, 8},
+        {"odd sizes 7 and 769", {7, 769, 1, 5}, 16, 8},
+        {"no GQA", {50, 129}, 4, 4},
+        {"GQA 4", {300, 64}, 8, 2},
+        {"GQA 8", {700, 3}, 8, 1},
+        {"long contexts (split-K)", {2048, 1500, 4096}, 16, 8},
+    };
+    return all;
+}
+
+}  // namespace
+
+LECTOR_TEST(referenceMatchesDenseFloat64Attention)
+{
+    for (const Case& c : cases()) {
+        const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, at::kFloat, 11);
+        const at::Tensor query = kt::randn({int64_t(c.contexts.size()), c.numQHeads, kHeadDim}, 12);
+        const double scale = 1.0 / std::sqrt(double(kHeadDim));
+        kt::expectClose(std::string("ref vs float64: ") + c.name, runReference(kv, query, scale),
+                        denseAttention(kv, query, scale, at::kDouble, at::kCPU), 1e-10);
+    }
+}
+
+LECTOR_TEST(referenceRoundsHalfOutputsOnce)
+{
+    // Same inputs in float16: the reference reads them exactly and rounds only its output.
+    const kt::PagedKv kv = kt::makePagedKv({33, 769}, 8, kHeadDim, at::kHalf, 13);
+    const at::Tensor query = kt::randn({2, 16, kHeadDim}, 14, at::kHalf);
+    const at::Tensor out = runReference(kv, query, 0.088);
+    const at::Tensor dense = denseAttention(kv, query, 0.088, at::kDouble, at::kCPU);
+    // Rounded once: within one float16 half-ulp (plus the float32 step) of the exact value.
+    const at::Tensor err = (out.to(at::kDouble) - dense).abs();
+    LECTOR_CHECK((err <= dense.abs() * std::ldexp(1.0, -11) * 1.01 + 1e-7).all().item<bool>());
+    kt::expectClose("ref float16 vs float64", out, dense, 1e-6);
+}
+
+LECTOR_TEST(referenceGivesZerosForEmptyContext)
+{
+    const kt::PagedKv kv = kt::makePagedKv({0, 5}, 8, kHeadDim, at::kFloat, 15);
+    const at::Tensor query = kt::randn({2, 16, kHeadDim}, 16);
+    const at::Tensor out = runReference(kv, query, 0.1);
+    LECTOR_CHECK(at::equal(out[0], at::zeros_like(out[0])));
+    LECTOR_CHECK(!at::isnan(out[1]).any().item<bool>());
+}
+
+#ifdef LECTOR_HAVE_CUDA
+
+LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
+{
+    kt::requireCuda();
+    for (at::ScalarType type : kt::floatTypes()) {
+        for (const Case& c : cases()) {
+            const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, type, 21);
+            const at::Tensor query = kt::randn({int64_t(c.contexts.size()), c.numQHeads, kHeadDim}, 22, type);
+            const double scale = 1.0 / std::sqrt(double(kHeadDim));
+            // float32 reference over the very same (rounded) inputs.
+            kt::PagedKv kv32 = kv;
+            kv32.keyCache = kv.keyCache.to(at::kFloat);
+            kv32.valueCache = kv.valueCache.to(at::kFloat);
+            const at::Tensor ref = runReference(kv32, query.to(at::kFloat), scale);
+            const at::Tensor naive = denseAttention(kv, query, scale, type, at::kCUDA);
+
+            const int maxContext = *std::max_element(c.contexts.begin(), c.contexts.end());
+            std::vector<int64_t> partitions{-1, 256};
+            if (maxContext <= lector::gpu::kDecodeMaxPartition) partitions.push_back(0);
+            for (int64_t partition : partitions) {
+                const at::Tensor out = at::full(query.sizes(), NAN, query.options().device(at::kCUDA));
+                lector::gpu::pagedDecodeAttention(out, query.cuda(), kv.keyCache.cuda(), kv.valueCache.cuda(),
+                                                  kv.blockTable.cuda(), kv.contextLens.cuda(), maxContext, scale,
+                                                  partition);
+                kt::expectClose(kt::typeName(type) + " " + c.name + " partition " + std::to_string(partition), out,
+                                ref, kt::nmseBound(type), naive);
+            }
+        }
+    }
+}
+
+LECTOR_TEST(cudaReadsStridedQueriesAndSkipsBadBlockIds)
+{
+    kt::requireCuda();
+    // Queries as a view of a fused QKV row ([seqs, (16 + 8 + 8) * 128]); one sequence's table points
+    // one block outside the pool, which both the reference and the kernel must treat as masked.
+    const kt::PagedKv kv = kt::makePagedKv({40, 77}, 8, kHeadDim, at::kHalf, 23);
+    at::Tensor table = kv.blockTable.clone();
+    table[1][2] = kv.numBlocks + 5;
+    kt::PagedKv bad = kv;
+    bad.blockTable = table;
+    const at::Tensor qkv = kt::randn({2, 32 * kHeadDim}, 24, at::kHalf);
+    const at::Tensor query = qkv.slice(1, 0, 16 * kHeadDim).view({2, 16, kHeadDim});
+    kt::PagedKv bad32 = bad;
+    bad32.keyCache = bad.keyCache.to(at::kFloat);
+    bad32.valueCache = bad.valueCache.to(at::kFloat);
+    const at::Tensor ref = runReference(bad32, query.to(at::kFloat).contiguous(), 0.09);
+    const at::Tensor out = at::full({2, 16, kHeadDim}, NAN, query.options().device(at::kCUDA));
+    lector::gpu::pagedDecodeAttention(out, qkv.cuda().slice(1, 0, 16 * kHeadDim).view({2, 16, kHeadDim}),
+                                      kv.keyCache.cuda(), kv.valueCache.cuda(), table.cuda(), kv.contextLens.cuda(),
+                                      77, 0.09, 0);
+    kt::expectClose("strided query, block id outside the pool", out, ref, kt::nmseBound(at::kHalf));
+}
+
+LECTOR_TEST(cudaRejectsUnsupportedShapes)
+{
+    kt::requireCuda();
+    const kt::PagedKv kv = kt::makePagedKv({5}, 8, 64, at::kHalf, 25);
+    const at::Tensor query = kt::randn({1, 16, 64}, 26, at::kHalf).cuda();
+    bool threw = false;
+    try {
+        lector::gpu::pagedDecodeAttention(at::empty_like(query), query, kv.keyCache.cuda(), kv.valueCache.cuda(),
+                                          kv.blockTable.cuda(), kv.contextLens.cuda(), 5, 0.1);
+    } catch (const c10::Error& e) {
+        threw = std::string(e.what()).find("supported: 128") != std::string::npos;
+    }
+    LECTOR_CHECK(threw);
+}
+
+#endif  // LECTOR_HAVE_CUDA

@@ -1,0 +1,151 @@
+// HunyuanOCR vision side on the fixture model (tiny random bf16 weights, real tensor names) against the
+// reference tensors of ../shared/fixtures/hunyuan/golden_<image>.safetensors (transformers float32,
+// position interpolation aligned with vLLM): smart resize + Pillow bicubic (exact bytes), pixel values,
+// grid, patch + position embeddings, ViT output and merger output, each within 1e-4 relative error.
+#include "tests/support/lector_test.h"
+
+#include <cstring>
+
+#include "core/image/decode.h"
+#include "core/model/hunyuan/config.h"
+#include "core/model/hunyuan/preprocess.h"
+#include "core/model/hunyuan/vision_tower.h"
+#include "core/model/hunyuan/weights.h"
+#include "core/model/safetensors.h"
+
+namespace hy = lector::model::hunyuan;
+using lector::model::SafetensorsFile;
+
+namespace {
+
+struct Model {
+    hy::HunyuanConfig config;
+    hy::VisionEncoder encoder;
+};
+
+const Model& model()
+{
+    static const Model m = [] {
+        const auto dir = lector::test::fixture("fixtures/hunyuan/tiny_model");
+        auto cfg = hy::loadConfig(dir);
+        if (!cfg) throw std::runtime_error(cfg.error().message);
+        auto ws = hy::WeightStore::open(dir);
+        if (!ws) throw std::runtime_error(ws.error().message);
+        auto enc = hy::VisionEncoder::load(*ws, *cfg);
+        if (!enc) throw std::runtime_error(enc.error().message);
+        return Model{*cfg, std::move(*enc)};
+    }();
+    return m;
+}
+
+std::shared_ptr<const SafetensorsFile> golden(const std::string& name)
+{
+    auto f = SafetensorsFile::open(lector::test::fixture("fixtures/hunyuan/golden_" + name + ".safetensors"));
+    LECTOR_CHECK_MSG(f.ok(), f.error().message);
+    return *f;
+}
+
+lector::Image imageFromTensor(const at::Tensor& rgb)  // [H, W, 3] uint8
+{
+    const auto t = rgb.contiguous();
+    lector::Image img(static_cast<int>(t.size(1)), static_cast<int>(t.size(0)));
+    std::memcpy(img.rgb.data(), t.data_ptr<std::uint8_t>(), img.rgb.size());
+    return img;
+}
+
+// max |ours - ref| / max |ref|, printed with the worst element when above tol.
+void checkClose(const char* what, const at::Tensor& ours, const at::Tensor& ref, double tol = 1e-4)
+{
+    LECTOR_CHECK_MSG(ours.sizes() == ref.sizes(), what << ": shape " << ours.sizes() << " vs " << ref.sizes());
+    const auto diff = (ours.to(at::kFloat) - ref.to(at::kFloat)).abs();
+    const double scale = std::max(ref.abs().max().item<double>(), 1e-12);
+    const double rel = diff.max().item<double>() / scale;
+    const auto worst = diff.argmax().item<int64_t>();
+    LECTOR_CHECK_MSG(rel <= tol, what << ": relative error " << rel << " at flat index " << worst << " (ours "
+                                      << ours.flatten()[worst].item<float>() << ", reference "
+                                      << ref.flatten()[worst].item<float>() << ")");
+}
+
+// Every stage for one fixture image; `input` is what the processor received.
+void checkImage(const std::string& name, const lector::Image& input)
+{
+    const auto g = golden(name);
+    const auto& m = model();
+    auto resized = hy::resizeForModel(input, m.config.preprocess);
+    LECTOR_CHECK_MSG(resized.ok(), resized.error().message);
+    const auto refRgb = g->tensor("resized_rgb");
+    LECTOR_CHECK_EQ(resized->height, static_cast<int>(refRgb.size(0)));
+    LECTOR_CHECK_EQ(resized->width, static_cast<int>(refRgb.size(1)));
+    LECTOR_CHECK_MSG(resized->rgb == imageFromTensor(refRgb).rgb, name << ": resized pixels differ from Pillow's");
+
+    auto pre = hy::preprocessImage(input, m.config.preprocess);
+    LECTOR_CHECK_MSG(pre.ok(), pre.error().message);
+    const auto grid = g->tensor("image_grid_thw").to(at::kLong);
+    LECTOR_CHECK_EQ(grid[0][0].item<int64_t>(), int64_t{1});
+    LECTOR_CHECK_EQ(int64_t{pre->gridH}, grid[0][1].item<int64_t>());
+    LECTOR_CHECK_EQ(int64_t{pre->gridW}, grid[0][2].item<int64_t>());
+    LECTOR_CHECK_EQ(pre->originalWidth, input.width);
+    LECTOR_CHECK_EQ(pre->originalHeight, input.height);
+    checkClose("pixel_values", pre->pixelValues, g->tensor("pixel_values"), 1e-6);
+
+    c10::InferenceMode guard;
+    const auto emb = m.encoder.embed(pre->pixelValues, pre->gridH, pre->gridW);
+    checkClose("vision_embeddings", emb, g->tensor("vision_embeddings"));
+    const auto vit = m.encoder.runBlocks(emb);
+    checkClose("vision_output", vit, g->tensor("vision_output"));
+    // The merger on the reference ViT output isolates it from upstream error.
+    checkClose("image_embeds (merger alone)", m.encoder.merge(g->tensor("vision_output").to(at::kFloat), pre->gridH, pre->gridW),
+               g->tensor("image_embeds"));
+    const auto out = m.encoder.encode(*pre);
+    LECTOR_CHECK_EQ(out.size(0), pre->numImageTokens(m.config.vision.spatialMergeSize));
+    checkClose("image_embeds", out, g->tensor("image_embeds"));
+}
+
+}  // namespace
+
+// receipt_zh.png is 640x480: smart resize keeps it, so the fixture's resized_rgb is the input itself.
+LECTOR_TEST(receiptMatchesReference)
+{
+    const auto g = golden("receipt_zh");
+    checkImage("receipt_zh", imageFromTensor(g->tensor("resized_rgb")));
+    LECTOR_CHECK_EQ(g->tensor("image_embeds").size(0), int64_t{317});  // (30/2)*(40/2+1)+2
+}
+
+// doc_en.png is 800x360 and is resized to 800x352 with Pillow bicubic.
+LECTOR_TEST(documentMatchesReference)
+{
+    if (!lector::image::imageDecodingAvailable()) LECTOR_SKIP("no image decoder in this build");
+    auto img = lector::image::decodeImageFile(lector::test::fixture("fixtures/hunyuan/doc_en.png"));
+    LECTOR_CHECK_MSG(img.ok(), img.error().message);
+    LECTOR_CHECK_EQ(img->width, 800);
+    LECTOR_CHECK_EQ(img->height, 360);
+    checkImage("doc_en", *img);
+}
+
+// The same numbers when attention is split into many small query chunks (the large-image path).
+LECTOR_TEST(chunkedAttentionGivesSameOutput)
+{
+    const auto g = golden("receipt_zh");
+    auto pre = hy::preprocessImage(imageFromTensor(g->tensor("resized_rgb")), model().config.preprocess);
+    LECTOR_CHECK(pre.ok());
+    auto enc = model().encoder;  // a copy shares the weight tensors
+    enc.setAttentionScoreBudget(2 * 1200 * 7);  // 7 query rows per chunk, with a ragged tail
+    c10::InferenceMode guard;
+    checkClose("vision_output (chunked)", enc.runBlocks(enc.embed(pre->pixelValues, pre->gridH, pre->gridW)),
+               g->tensor("vision_output"));
+}
+
+LECTOR_TEST(encoderLoadNamesMissingTensor)
+{
+    const auto dir = lector::test::tempDir();
+    auto w = lector::model::writeSafetensors(dir / "model.safetensors",
+                                             {{"vit.embeddings.patch_embedding.weight", at::zeros({32, 3, 16, 16})}});
+    LECTOR_CHECK(w.ok());
+    auto ws = hy::WeightStore::open(dir);
+    LECTOR_CHECK(ws.ok());
+    auto enc = hy::VisionEncoder::load(*ws, model().config);
+    LECTOR_CHECK(!enc.ok());
+    LECTOR_CHECK_EQ(enc.error().code, std::string("bad_model"));
+    LECTOR_CHECK_MSG(enc.error().message.find("vit.embeddings.patch_embedding.bias") != std::string::npos,
+                     enc.error().message);
+}

@@ -1,0 +1,163 @@
+// The PP-OCR graphs on onnx::Graph against onnxruntime's outputs (shared/fixtures/ppocr, float16
+// stored, so 2e-3 absolute): det probability maps, cls outputs, rec per-step softmax. Plus batching:
+// a batch of rec crops padded to one width decodes to the same CTC text as each crop alone, and a
+// cls batch equals the single runs.
+#include "tests/support/lector_test.h"
+
+#include <ATen/Parallel.h>
+
+#include "core/model/onnx/graph.h"
+#include "core/model/safetensors.h"
+
+using lector::model::SafetensorsFile;
+using lector::model::onnx::Graph;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kImages[] = {"doc_en", "receipt_zh", "rotated_en"};
+
+const Graph& graph(const std::string& file)
+{
+    static std::map<std::string, Graph> graphs;
+    auto it = graphs.find(file);
+    if (it != graphs.end()) return it->second;
+    const auto p = lector::test::ppocrModelDir() / file;
+    if (!fs::exists(p)) LECTOR_SKIP("PP-OCR models not fetched");
+    auto g = Graph::load(p);
+    LECTOR_CHECK_MSG(g.ok(), g.error().message);
+    return graphs.emplace(file, std::move(g).value()).first->second;
+}
+const Graph& det() { return graph("ch_PP-OCRv4_det_infer.onnx"); }
+const Graph& rec() { return graph("ch_PP-OCRv4_rec_infer.onnx"); }
+const Graph& cls() { return graph("ch_ppocr_mobile_v2.0_cls_infer.onnx"); }
+
+std::shared_ptr<const SafetensorsFile> fixture(const std::string& image)
+{
+    auto f = SafetensorsFile::open(lector::test::fixture("fixtures/ppocr/ppocr_" + image + ".safetensors"));
+    LECTOR_CHECK_MSG(f.ok(), f.error().message);
+    return *f;
+}
+
+// [H, W, 3] BGR u8 -> [1, 3, H, W] float32, (u8 / 255 - mean) / std per B, G, R channel
+at::Tensor normalise(const at::Tensor& bgr, std::array<float, 3> mean, std::array<float, 3> stdev)
+{
+    auto x = bgr.to(at::kFloat).div(255.0f);
+    auto m = at::tensor(std::vector<float>(mean.begin(), mean.end())), s = at::tensor(std::vector<float>(stdev.begin(), stdev.end()));
+    return x.sub(m).div(s).permute({2, 0, 1}).unsqueeze(0).contiguous();
+}
+at::Tensor detInput(const at::Tensor& bgr) { return normalise(bgr, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}); }
+at::Tensor lineInput(const at::Tensor& bgr) { return normalise(bgr, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}); }
+
+double maxDiff(const at::Tensor& a, const at::Tensor& b)
+{
+    LECTOR_CHECK_MSG(a.sizes().equals(b.sizes()), "shape " << a.sizes() << " != " << b.sizes());
+    return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+}
+
+int count(const SafetensorsFile& f, const std::string& prefix)
+{
+    int n = 0;
+    while (f.contains(prefix + std::to_string(n))) ++n;
+    return n;
+}
+
+// Greedy CTC: argmax per step, repeats collapsed, blank (0) dropped.
+std::vector<int64_t> ctcDecode(const at::Tensor& probs)  // [T, C]
+{
+    auto ids = probs.argmax(-1);
+    std::vector<int64_t> out;
+    int64_t prev = -1;
+    for (int64_t t = 0; t < ids.size(0); ++t) {
+        const int64_t id = ids[t].item<int64_t>();
+        if (id != prev && id != 0) out.push_back(id);
+        prev = id;
+    }
+    return out;
+}
+
+}  // namespace
+
+LECTOR_TEST(detMatchesOnnxruntime)
+{
+    at::set_num_threads(2);
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        auto out = det().run({detInput(f->tensor("det_input_bgr_u8"))});
+        const double d = maxDiff(out.at(0), f->tensor("det_output"));
+        LECTOR_CHECK_MSG(d <= 2e-3, image << ": det max diff " << d);
+    }
+}
+
+LECTOR_TEST(clsMatchesOnnxruntimeAndBatchEqualsSingle)
+{
+    std::vector<at::Tensor> inputs, singles;
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        for (int i = 0, n = count(*f, "cls_input_bgr_u8_"); i < n; ++i) {
+            auto x = lineInput(f->tensor("cls_input_bgr_u8_" + std::to_string(i)));
+            auto out = cls().run({x}).at(0);
+            const double d = maxDiff(out, f->tensor("cls_output_" + std::to_string(i)));
+            LECTOR_CHECK_MSG(d <= 2e-3, image << " cls " << i << ": max diff " << d);
+            inputs.push_back(x);
+            singles.push_back(out);
+        }
+    }
+    LECTOR_CHECK(inputs.size() >= 4);
+    auto batch = cls().run({at::cat(inputs, 0)}).at(0);
+    const double d = maxDiff(batch, at::cat(singles, 0));
+    LECTOR_CHECK_MSG(d <= 1e-5, "cls batch vs single: max diff " << d);
+}
+
+LECTOR_TEST(recMatchesOnnxruntime)
+{
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i) {
+            auto out = rec().run({lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i)))}).at(0);
+            const double d = maxDiff(out, f->tensor("rec_output_" + std::to_string(i)));
+            LECTOR_CHECK_MSG(d <= 2e-3, image << " rec " << i << ": max diff " << d);
+        }
+    }
+}
+
+LECTOR_TEST(recBatchPaddedToOneWidthDecodesLikeSingleRuns)
+{
+    std::vector<at::Tensor> inputs;
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i)
+            inputs.push_back(lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i))));
+    }
+    LECTOR_CHECK(inputs.size() >= 3);
+    int64_t width = 0;
+    for (const auto& x : inputs) width = std::max(width, x.size(3));
+    width = (width + 7) / 8 * 8;
+    // PaddleOCR pads the normalised crops with zeros on the right.
+    std::vector<at::Tensor> padded;
+    for (const auto& x : inputs) padded.push_back(at::constant_pad_nd(x, {0, width - x.size(3)}, 0.0));
+    auto batch = rec().run({at::cat(padded, 0)}).at(0);  // [N, T, 6625]
+    LECTOR_CHECK_EQ(batch.size(0), static_cast<int64_t>(inputs.size()));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        auto single = rec().run({inputs[k]}).at(0)[0];
+        auto fromBatch = batch[static_cast<int64_t>(k)];
+        LECTOR_CHECK_MSG(ctcDecode(single) == ctcDecode(fromBatch), "crop " << k << " decodes differently in the batch");
+        // the steps that see only real pixels pick the same classes
+        const int64_t steps = single.size(0) - 2;
+        auto same = single.narrow(0, 0, steps).argmax(-1).eq(fromBatch.narrow(0, 0, steps).argmax(-1));
+        LECTOR_CHECK_MSG(same.all().item<bool>(), "crop " << k << ": argmax differs at "
+                                                          << same.logical_not().nonzero().view(-1));
+    }
+}
+
+LECTOR_TEST(detTakesAnyBatchAndMultipleOf32)
+{
+    auto f = fixture("rotated_en");
+    auto x = detInput(f->tensor("det_input_bgr_u8"));  // [1, 3, 192, 608]
+    auto two = det().run({at::cat({x, x.flip(3)}, 0)}).at(0);
+    LECTOR_CHECK_EQ(two.sizes().vec(), (std::vector<int64_t>{2, 1, 192, 608}));
+    LECTOR_CHECK(maxDiff(two[0].unsqueeze(0), f->tensor("det_output")) <= 2e-3);
+    auto crop = det().run({x.narrow(2, 0, 96).narrow(3, 0, 320).contiguous()}).at(0);
+    LECTOR_CHECK_EQ(crop.sizes().vec(), (std::vector<int64_t>{1, 1, 96, 320}));
+    LECTOR_CHECK(crop.min().item<float>() >= 0.0f && crop.max().item<float>() <= 1.0f);
+}

@@ -1,0 +1,97 @@
+// The GUI thread never blocks: 50 images go through the whole path (folder expansion, decoding,
+// thumbnails, engine, results, overlay of the shown image) while a 10 ms timer measures how late the
+// event loop runs it. Every tick must come less than 50 ms late. Once with the scripted backend
+// (the UI's own cost), once with the real PP-OCR engine busy on the CPU.
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include "ui/input_controller.h"
+#include "ui/queue_model.h"
+#include "ui/recognition_controller.h"
+#include "ui_test_support.h"
+
+using namespace lector;
+
+namespace {
+
+QString makeImages(const QTemporaryDir& dir, int count)
+{
+    const QStringList fixtures = {QStringLiteral("doc_en.png"), QStringLiteral("receipt_zh.png"), QStringLiteral("rotated_en.png")};
+    const QString folder = dir.filePath(QStringLiteral("fifty"));
+    QDir().mkpath(folder);
+    for (int i = 0; i < count; ++i)
+        QFile::copy(test::ppocrFixture(fixtures[i % fixtures.size()]), QDir(folder).filePath(QStringLiteral("img%1.png").arg(i)));
+    return folder;
+}
+
+// Runs until every queued item finished; returns the worst lateness of a 10 ms timer.
+qint64 worstTimerLatency(test::AppHarness& app, const QString& folder, int count, int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    qint64 last = 0;
+    qint64 worst = 0;
+    QTimer timer;
+    timer.setTimerType(Qt::PreciseTimer);
+    timer.setInterval(10);
+    QObject::connect(&timer, &QTimer::timeout, [&] {
+        const qint64 now = clock.elapsed();
+        worst = std::max(worst, now - last - 10);
+        last = now;
+    });
+    timer.start();
+    last = clock.elapsed();
+    app.window->input().addPaths({folder});
+    auto& queue = app.window->queue();
+    QTest::qWaitFor([&] {
+        if (queue.rowCount() < count) return false;
+        return queue.count(ui::ItemStatus::Done) + queue.count(ui::ItemStatus::Failed) == count;
+    }, timeoutMs);
+    timer.stop();
+    return worst;
+}
+
+}  // namespace
+
+class TestResponsiveness : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void fiftyImagesScriptedBackend();
+    void fiftyImagesRealEngine();
+};
+
+void TestResponsiveness::fiftyImagesScriptedBackend()
+{
+    QTemporaryDir dir;
+    const QString folder = makeImages(dir, 50);
+    test::AppHarness app(15);
+    app.window->resize(1200, 800);
+    app.window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(app.window.get()));
+    const qint64 worst = worstTimerLatency(app, folder, 50, 60000);
+    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50);
+    qInfo("worst timer latency (scripted backend): %lld ms", worst);
+    QVERIFY2(worst < 50, qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
+}
+
+void TestResponsiveness::fiftyImagesRealEngine()
+{
+    if (!test::realEngineAvailable()) QSKIP("PP-OCR models not fetched");
+    QTemporaryDir dir;
+    const QString folder = makeImages(dir, 50);
+    test::AppHarness app;
+    app.window->resize(1200, 800);
+    app.window->show();
+    QVERIFY(app.waitLoaded());
+    const qint64 worst = worstTimerLatency(app, folder, 50, 240000);
+    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50);
+    qInfo("worst timer latency (PP-OCR engine): %lld ms", worst);
+    QVERIFY2(worst < 50, qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
+}
+
+QTEST_MAIN(TestResponsiveness)
+#include "tst_responsiveness.moc"

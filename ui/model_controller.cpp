@@ -1,0 +1,55 @@
+#include "ui/model_controller.h"
+
+#include <QPointer>
+
+#include "ui/engine_bridge.h"
+#include "ui/model_folder.h"
+#include "ui/settings.h"
+
+namespace lector::ui {
+
+ModelController::ModelController(Settings& settings, EngineBridge& bridge, QObject* parent)
+    : QObject(parent), m_settings(settings), m_bridge(bridge)
+{
+    m_choice = modelChoiceFromSettings(m_settings);
+    connect(&m_bridge, &EngineBridge::loadingChanged, this, &ModelController::stateChanged);
+    connect(&m_bridge, &EngineBridge::modelChanged, this, &ModelController::stateChanged);
+}
+
+void ModelController::loadFromSettings() { load(modelChoiceFromSettings(m_settings)); }
+
+void ModelController::choose(ModelChoice choice)
+{
+    storeModelChoice(m_settings, choice);
+    load(choice);
+}
+
+QCoro::Task<bool> ModelController::chooseAndWait(ModelChoice choice)
+{
+    storeModelChoice(m_settings, choice);
+    co_return co_await load(choice);
+}
+
+QCoro::Task<bool> ModelController::load(ModelChoice choice)
+{
+    m_choice = choice;
+    m_error.clear();
+    if (choice == ModelChoice::Hunyuan) {
+        const ModelFolderCheck check = checkHunyuanFolder(m_settings.hunyuanDir());
+        if (!check.ok) {
+            m_error = check.message;
+            Q_EMIT stateChanged();
+            co_return false;
+        }
+    }
+    Q_EMIT stateChanged();
+    QPointer<ModelController> self(this);
+    const Result<void> loaded = co_await m_bridge.load(engineConfigFor(choice, m_settings));
+    if (!self) co_return false;
+    if (!loaded && loaded.error().code == "superseded") co_return false;
+    m_error = loaded ? QString() : QString::fromStdString(loaded.error().message);
+    Q_EMIT stateChanged();
+    co_return loaded.ok();
+}
+
+}  // namespace lector::ui
