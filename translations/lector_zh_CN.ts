@@ -979,6 +979,14 @@ An interrupted download continues where it stopped.</source>
       <source>Not set. PP-OCRv4 works without it; HunyuanOCR presets need it.</source>
       <translation>未设置。PP-OCRv4 无需此项；HunyuanOCR 预设需要它。</translation>
     </message>
+    <message>
+      <source>OK</source>
+      <translation>确定</translation>
+    </message>
+    <message>
+      <source>Cancel</source>
+      <translation>取消</translation>
+    </message>
   </context>
   <context>
     <name>lector::ui::StatusLine</name>

@@ -119,7 +119,10 @@ QCoro::Task<doc::OcrResult> EngineBridge::recognize(engine::Request request)
     const std::string name = request.imageName;
     auto ticket = submit(std::move(request));
     if (!ticket) co_return doc::makeErrorResult(name, ticket.error());
-    co_return co_await ResultAwaiter{this, ticket.value(), {}};
+    // A named awaiter: GCC 12 mishandles the lifetime of temporaries awaited inside co_return.
+    ResultAwaiter awaiter{this, ticket.value(), {}};
+    doc::OcrResult result = co_await awaiter;
+    co_return result;
 }
 
 void EngineBridge::cancel(Ticket ticket)

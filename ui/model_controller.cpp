@@ -27,7 +27,8 @@ void ModelController::choose(ModelChoice choice)
 QCoro::Task<bool> ModelController::chooseAndWait(ModelChoice choice)
 {
     storeModelChoice(m_settings, choice);
-    co_return co_await load(choice);
+    const bool ok = co_await load(choice);
+    co_return ok;
 }
 
 QCoro::Task<bool> ModelController::load(ModelChoice choice)
@@ -44,7 +45,9 @@ QCoro::Task<bool> ModelController::load(ModelChoice choice)
     }
     Q_EMIT stateChanged();
     QPointer<ModelController> self(this);
-    const Result<void> loaded = co_await m_bridge.load(engineConfigFor(choice, m_settings));
+    // The argument is a named local: GCC 12 destroys temporaries inside a co_await expression twice.
+    const engine::EngineConfig config = engineConfigFor(choice, m_settings);
+    const Result<void> loaded = co_await m_bridge.load(config);
     if (!self) co_return false;
     if (!loaded && loaded.error().code == "superseded") co_return false;
     m_error = loaded ? QString() : QString::fromStdString(loaded.error().message);

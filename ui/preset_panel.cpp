@@ -34,6 +34,22 @@ QStringList defaultFieldNames(const doc::Preset& p)
     return names;
 }
 
+// A printed label to show as an example, in the script of the UI language when the preset has one.
+QString exampleLabel(const doc::Preset& p, const std::string& lang)
+{
+    QString fallback;
+    for (const auto& f : p.fields) {
+        for (const auto& l : f.labels) {
+            const QString label = qs(l);
+            bool ascii = true;
+            for (QChar c : label) ascii = ascii && c.unicode() < 128;
+            if (ascii == (lang == "en")) return label;
+            if (fallback.isEmpty()) fallback = label;
+        }
+    }
+    return fallback.isEmpty() ? qs(p.fields.front().name) : fallback;
+}
+
 }  // namespace
 
 PresetPanel::PresetPanel(std::vector<doc::Preset> presets, QWidget* parent)
@@ -296,7 +312,7 @@ void PresetPanel::updateNotice()
     if (p && m_loaded && !vlmLoaded && !p->fields.empty())
         m_preview->setText(tr("PP-OCRv4 reads the text lines, then fills the fields from their printed labels "
                               "(e.g. %1) and the values to the right or below.")
-                               .arg(qs(p->fields.front().labels.empty() ? p->fields.front().name : p->fields.front().labels.front())));
+                               .arg(exampleLabel(*p, language())));
     else if (p && m_loaded && !vlmLoaded)
         m_preview->setText(tr("PP-OCRv4 detects and reads every text line; no prompt is used."));
     else

@@ -150,6 +150,9 @@ void SettingsDialog::retranslate()
     m_format->setItemText(1, tr("CSV"));
     m_format->setItemText(2, tr("JSON per image"));
     m_format->setItemText(3, tr("Text per image"));
+    // Set here rather than left to Qt's own translations, which may not be installed.
+    m_buttons->button(QDialogButtonBox::Ok)->setText(tr("OK"));
+    m_buttons->button(QDialogButtonBox::Cancel)->setText(tr("Cancel"));
     m_restartNote->setText(tr("Model, device and number format changes apply when the model is next loaded."));
     validateFolder();
 }

@@ -40,7 +40,7 @@ step "kernel tests"
 TESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
 pids=()
 for t in $TESTS; do
-  ( OMP_NUM_THREADS=2 timeout 400 "$BUILD/tests/kernels/$t" > "$WORK/$t.log" 2>&1; echo "exit $?" >> "$WORK/$t.log" ) &
+  ( OMP_NUM_THREADS=2 timeout 200 "$BUILD/tests/kernels/$t" > "$WORK/$t.log" 2>&1; echo "exit $?" >> "$WORK/$t.log" ) &
   pids+=($!)
 done
 wait "${pids[@]}"
@@ -51,7 +51,7 @@ for t in $TESTS; do
 done
 
 step "benchmark"
-timeout 300 "$BUILD/bench_paged_attention" "$WORK/bench.md" > "$WORK/bench.log" 2>&1
+timeout 150 "$BUILD/bench_paged_attention" "$WORK/bench.md" > "$WORK/bench.log" 2>&1
 echo "bench exit $?"
 
 tar czf "$OUT/gpu-results.tar.gz" -C /tmp gpu-results

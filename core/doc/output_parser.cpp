@@ -115,10 +115,16 @@ TextLine makeLine(std::string_view text, const Tail& t, int width, int height)
     return line;
 }
 
+// Removes every occurrence of `what`, in one pass (answers with thousands of tags stay linear).
 void removeAll(std::string& s, std::string_view what)
 {
+    std::string out;
+    out.reserve(s.size());
     std::size_t pos = 0;
-    while ((pos = s.find(what, pos)) != std::string::npos) s.erase(pos, what.size());
+    for (std::size_t hit; (hit = s.find(what, pos)) != std::string::npos; pos = hit + what.size())
+        out.append(s, pos, hit - pos);
+    out.append(s, pos, std::string::npos);
+    s = std::move(out);
 }
 
 // --- Markdown / HTML to text ---

@@ -4,9 +4,11 @@
 // NOTE(ocr): EXIF orientation is applied here and only here. OpenCV's imdecode applies the
 // orientation itself for some formats unless the flags are exactly IMREAD_UNCHANGED (loadsave.cpp:
 // `flags != IMREAD_UNCHANGED`), and which formats it reads EXIF from depends on the OpenCV version.
-// Decoding with IMREAD_UNCHANGED turns that off for every format and version, so our own parser
-// (exif.cpp: JPEG APP1, PNG eXIf, WebP EXIF, TIFF IFD0) is the single source of truth. The tests pin
-// this with crafted files of all eight orientations.
+// Decoding with IMREAD_UNCHANGED turns that off for JPEG, PNG and WebP in every version. The TIFF
+// decoder (4.6) applies the file's Orientation tag itself whatever the flags, so for TIFF the tag is
+// reset to 1 in a copy of the bytes before decoding. Our own parser (exif.cpp: JPEG APP1, PNG eXIf,
+// WebP EXIF, TIFF IFD0) is thus the single source of truth. The tests pin this with crafted files of
+// all eight orientations in all four containers.
 #include "core/image/decode.h"
 
 #include <cerrno>
@@ -177,7 +179,13 @@ Result<Image> decodeImageBytes(std::span<const std::uint8_t> bytes, const std::s
 
 #if defined(LECTOR_HAVE_IMGCODECS)
     cv::Mat decoded;
+    std::vector<std::uint8_t> tiffCopy;  // TIFF with its orientation reset (see the note at the top)
     try {
+        if (format == ImageFormat::Tiff && orientation != 1) {
+            tiffCopy.assign(bytes.begin(), bytes.end());
+            resetTiffOrientation(tiffCopy);
+            bytes = tiffCopy;
+        }
         const cv::Mat buffer(1, static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)), CV_8U,
                              const_cast<std::uint8_t*>(bytes.data()));
         decoded = cv::imdecode(buffer, cv::IMREAD_UNCHANGED);  // exactly UNCHANGED: no EXIF (see top)

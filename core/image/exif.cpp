@@ -45,8 +45,13 @@ public:
 
     bool valid() const { return m_valid; }
 
-    // First value of a SHORT or LONG tag in IFD0, or nullopt.
-    std::optional<std::uint64_t> tagIfd0(std::uint16_t wanted) const
+    struct Entry {
+        std::uint64_t type = 0;
+        std::uint64_t valueAt = 0;  // offset of the inline value (one value fits inline)
+    };
+
+    // The IFD0 entry of a tag, or nullopt.
+    std::optional<Entry> entryIfd0(std::uint16_t wanted) const
     {
         if (!m_valid) return std::nullopt;
         const std::uint64_t entrySize = m_big ? 20 : 12;
@@ -56,16 +61,23 @@ public:
         for (std::uint64_t i = 0; i < count && i < 4096; ++i) {
             const std::uint64_t e = m_ifd0 + countSize + i * entrySize;
             if (e + entrySize > m_b.size()) return std::nullopt;
-            if (u16(e) != wanted) continue;
-            const std::uint64_t type = u16(e + 2);
-            const std::uint64_t valueAt = e + (m_big ? 12 : 8);  // value stored inline for one value
-            if (type == 3) return u16(valueAt);                   // SHORT
-            if (type == 4) return u32(valueAt);                   // LONG
-            if (type == 16 && m_big) return u64(valueAt);         // LONG8
-            return std::nullopt;
+            if (u16(e) == wanted) return Entry{u16(e + 2), e + (m_big ? 12 : 8)};
         }
         return std::nullopt;
     }
+
+    // First value of a SHORT or LONG tag in IFD0, or nullopt.
+    std::optional<std::uint64_t> tagIfd0(std::uint16_t wanted) const
+    {
+        const auto e = entryIfd0(wanted);
+        if (!e) return std::nullopt;
+        if (e->type == 3) return u16(e->valueAt);               // SHORT
+        if (e->type == 4) return u32(e->valueAt);               // LONG
+        if (e->type == 16 && m_big) return u64(e->valueAt);     // LONG8
+        return std::nullopt;
+    }
+
+    bool littleEndian() const { return m_little; }
 
 private:
     std::uint64_t u16(std::uint64_t at) const
@@ -287,6 +299,17 @@ int readOrientation(ImageFormat format, Bytes b)
     case ImageFormat::Unknown: break;
     }
     return orientation;
+}
+
+bool resetTiffOrientation(std::vector<std::uint8_t>& tiff)
+{
+    const TiffReader reader(tiff);
+    const auto e = reader.entryIfd0(274);
+    if (!e || e->type != 3 || e->valueAt + 2 > tiff.size()) return false;
+    const bool little = reader.littleEndian();
+    tiff[e->valueAt] = little ? 1 : 0;
+    tiff[e->valueAt + 1] = little ? 0 : 1;
+    return true;
 }
 
 bool jpegHasEndOfImage(Bytes b)

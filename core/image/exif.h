@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace lector::image {
 
@@ -33,6 +34,11 @@ int orientationFromTiffBlock(std::span<const std::uint8_t> tiff);
 
 // EXIF orientation 1..8 stored in the container (1 = none, also for BMP and malformed data).
 int readOrientation(ImageFormat format, std::span<const std::uint8_t> bytes);
+
+// Rewrites the Orientation tag of a TIFF file's IFD0 to 1 (top-left) in place. OpenCV's TIFF decoder
+// applies the tag itself whatever the imdecode flags, so decode.cpp resets it and applies the
+// orientation on its own, like for every other format. False when there was no SHORT tag to reset.
+bool resetTiffOrientation(std::vector<std::uint8_t>& tiff);
 
 // True when a JPEG stream is complete: its markers parse and an EOI marker follows the scan data.
 // libjpeg pads a truncated stream with grey and reports success, so truncation is checked here.

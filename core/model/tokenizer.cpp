@@ -148,7 +148,7 @@ Result<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizerJson)
     return Tokenizer(std::move(impl));
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view input) const
+std::vector<int32_t> Tokenizer::encode(std::string_view input, bool parseSpecialTokens) const
 {
     const Impl& d = *m_impl;
     const std::string text = sanitizeUtf8(input);
@@ -157,7 +157,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input) const
     std::vector<Segment> outer, inner;
     PieceList pieces;
     const bool byteLevel = d.preTokenizer.byteLevel();
-    d.addedMatcher.split(text, /*normalizedSet=*/false, outer);
+    d.addedMatcher.split(text, /*normalizedSet=*/false, parseSpecialTokens, outer);
     for (const Segment& seg : outer) {
         if (seg.id >= 0) {
             ids.push_back(seg.id);
@@ -165,7 +165,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input) const
         }
         const std::string norm = d.normalizer.apply(std::string_view(text).substr(seg.begin, seg.end - seg.begin));
         inner.clear();
-        d.addedMatcher.split(norm, /*normalizedSet=*/true, inner);
+        d.addedMatcher.split(norm, /*normalizedSet=*/true, parseSpecialTokens, inner);
         for (const Segment& sub : inner) {
             if (sub.id >= 0) {
                 ids.push_back(sub.id);

@@ -34,9 +34,11 @@ public:
 
     // Text -> token ids, like `tokenizer.encode(text, add_special_tokens=False)` of Hugging Face:
     // added/special tokens written literally in the text (e.g. "<｜hy_User｜>") become their ids, the rest
-    // is normalized, pre-tokenized and BPE-encoded. No BOS/EOS is added. Invalid UTF-8 in `text` is
-    // replaced by U+FFFD first (never an error).
-    std::vector<int32_t> encode(std::string_view text) const;
+    // is normalized, pre-tokenized and BPE-encoded. No BOS/EOS is added. With parseSpecialTokens false,
+    // special tokens in the text are encoded as plain text (HF's encode_special_tokens): use that for
+    // user-supplied text that must not inject control tokens. Invalid UTF-8 in `text` is replaced by
+    // U+FFFD first (never an error).
+    std::vector<int32_t> encode(std::string_view text, bool parseSpecialTokens = true) const;
 
     // Ids -> UTF-8 text (always valid UTF-8: incomplete or invalid byte sequences become U+FFFD, as
     // Rust's from_utf8_lossy does). With skipSpecialTokens, added tokens marked special are dropped.

@@ -81,7 +81,8 @@ int32_t AddedTokenMatcher::longestAt(const Trie& trie, std::string_view text, si
     return best;
 }
 
-void AddedTokenMatcher::split(std::string_view text, bool normalizedSet, std::vector<Segment>& out) const
+void AddedTokenMatcher::split(std::string_view text, bool normalizedSet, bool allowSpecial,
+                              std::vector<Segment>& out) const
 {
     const Trie& trie = normalizedSet ? m_normalized : m_raw;
     const size_t n = text.size();
@@ -96,6 +97,10 @@ void AddedTokenMatcher::split(std::string_view text, bool normalizedSet, std::ve
         }
         const AddedToken& tok = m_tokens[t];
         size_t start = i, stop = i + len;
+        if (tok.special && !allowSpecial) {  // stays text; like HF, the search resumes after it
+            i = stop;
+            continue;
+        }
         if (tok.singleWord) {
             size_t before = 0, at = stop;
             const bool startOk = start == 0 || !isWordChar(codePointBefore(text, start, before));

@@ -217,8 +217,9 @@ struct Segment {
 class AddedTokenMatcher {
 public:
     void build(const std::vector<AddedToken>& tokens, const Normalizer& normalizer);
-    // Appends the segments covering `text` (empty segments omitted).
-    void split(std::string_view text, bool normalizedSet, std::vector<Segment>& out) const;
+    // Appends the segments covering `text` (empty segments omitted). Without allowSpecial, tokens
+    // flagged special are left in the text.
+    void split(std::string_view text, bool normalizedSet, bool allowSpecial, std::vector<Segment>& out) const;
 
 private:
     struct Node {

@@ -244,19 +244,21 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     }
     __syncthreads();
     const Partials parts = partialsOf<D>(a);
-    for (int i = threadIdx.x; i < G * D; i += kAttnThreads) {
-        const int g = i / D, d = i % D;
-        float v = 0.0f;
 #pragma unroll
-        for (int w = 0; w < kAttnWarps; ++w) v += partial[(w * G + g) * D + d];
-        if (a.numPartitions == 1) {
-            out[i] = fromFloat<T>(sum[g] > 0.0f ? v / sum[g] : 0.0f);
-        } else {
-            const int64_t slot = (int64_t(row) * a.numQHeads + kvHead * G + g) * a.numPartitions + part;
-            parts.out[slot * D + d] = v;
-            if (d == 0) {
-                parts.maxLogit[slot] = maxLogit[g];
-                parts.expSum[slot] = sum[g];
+    for (int g = 0; g < G; ++g) {  // g stays a compile-time index: sum[] and maxLogit[] stay in registers
+        const int64_t slot = (int64_t(row) * a.numQHeads + kvHead * G + g) * a.numPartitions + part;
+        for (int d = threadIdx.x; d < D; d += kAttnThreads) {
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < kAttnWarps; ++w) v += partial[(w * G + g) * D + d];
+            if (a.numPartitions == 1) {
+                out[g * D + d] = fromFloat<T>(sum[g] > 0.0f ? v / sum[g] : 0.0f);
+            } else {
+                parts.out[slot * D + d] = v;
+                if (d == 0) {
+                    parts.maxLogit[slot] = maxLogit[g];
+                    parts.expSum[slot] = sum[g];
+                }
             }
         }
     }

@@ -130,7 +130,8 @@ __global__ void __launch_bounds__(kTcThreads) prefillTensorCoreKernel(PagedPrefi
     const int seq = blockIdx.y, kvHead = blockIdx.z;
     const int qStart = p.cuSeqlensQ[seq];
     const int queryLen = p.cuSeqlensQ[seq + 1] - qStart;
-    const int rowBase = blockIdx.x * kTcRows;
+    // Last tiles first: under the causal mask they see the most keys, so they should start earliest.
+    const int rowBase = (gridDim.x - 1 - blockIdx.x) * kTcRows;
     if (rowBase >= queryLen * G) return;
     const int contextLen = p.contextLens[seq];
     const int cachedLen = contextLen - queryLen;

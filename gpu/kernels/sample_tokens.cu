@@ -1,10 +1,13 @@
 // Sampling: one CTA of 512 threads per sequence; every pass streams the sequence's logits (and
-// presence bytes) from L2, recomputing the penalty instead of storing penalized logits.
+// presence bytes) from L2 in chunks of 512 x 8 elements, all 8 loads of a thread issued before use,
+// recomputing the penalty instead of storing penalized logits.
 //   1. argmax by ordered key, first index on ties (greedy ends here; it also gives the max logit);
-//   2. top-k only: radix select, 4 passes of 8 bits over the ordered keys, finds the k-th largest
-//      key and how many ties at it are still wanted;
-//   3. top-k only: chunked block scans in vocabulary order sum the selected weights, then find the
-//      first selected token whose cumulative weight exceeds u * total.
+//   2. top-k only: radix select, 4 passes of 8 bits over the ordered keys (warp-aggregated shared
+//      histogram updates), finds the k-th largest key and how many ties at it are still wanted;
+//   3. top-k only: the total weight is a plain reduction (all ties share one weight); the draw walks
+//      chunks in vocabulary order (each thread owns 8 consecutive tokens, block scans give the prefix)
+//      until the cumulative weight passes u * total.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "gpu/kernels/common.cuh"
@@ -14,6 +17,9 @@ namespace lector::gpu {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kItems = 8;                    // tokens per thread per chunk
+constexpr int kChunk = kThreads * kItems;
+constexpr int kNoHit = 0x7fffffff;
 
 struct MaxU64 {
     __device__ __forceinline__ unsigned long long operator()(unsigned long long a, unsigned long long b) const
@@ -27,141 +33,208 @@ struct SeqView {
     const T* logits;
     const uint8_t* present;
     float penalty;
+    int n;
+
     __device__ __forceinline__ float logit(int i) const
     {
         return penalizedLogit(toFloat(logits[i]), present && present[i], penalty);
     }
+
+    // Penalised logits of one chunk. Strided: token base + j * kThreads + tid (coalesced, for the
+    // order-free passes). Contiguous: base + tid * kItems + j (vocabulary order within a thread).
+    // Tokens past the end read as NaN with valid = false.
+    template <bool kContiguous>
+    __device__ __forceinline__ void load(int base, float (&l)[kItems], int (&idx)[kItems]) const
+    {
+        T raw[kItems];
+        uint8_t pr[kItems];
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+            idx[j] = kContiguous ? base + threadIdx.x * kItems + j : base + j * kThreads + threadIdx.x;
+            const bool in = idx[j] < n;
+            raw[j] = in ? logits[idx[j]] : T(0.0f);
+            pr[j] = in && present ? present[idx[j]] : uint8_t(0);
+        }
+#pragma unroll
+        for (int j = 0; j < kItems; ++j)
+            l[j] = idx[j] < n ? penalizedLogit(toFloat(raw[j]), pr[j] != 0, penalty) : NAN;
+    }
 };
 
-// The selected set's membership and weight for one chunk element, with the tie bookkeeping.
-struct Selection {
-    uint32_t kthKey;
-    int tiesWanted;   // ties at kthKey that belong to the top k, in vocabulary order
-    float maxLogit;
-    float temperature;
+// Inverse of orderedKey for non-NaN keys.
+__device__ __forceinline__ float keyValue(uint32_t key)
+{
+    return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+template <class T>
+__device__ __forceinline__ int argmaxOf(const SeqView<T>& view, void* tempStorage)
+{
+    using ScanU64 = cub::BlockScan<unsigned long long, kThreads>;
+    // (key << 32) | ~index: the larger key wins and, among equal keys, the lower index.
+    unsigned long long best = 0;
+    for (int base = 0; base < view.n; base += kChunk) {
+        float l[kItems];
+        int idx[kItems];
+        view.template load<false>(base, l, idx);
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+            if (idx[j] >= view.n) continue;
+            const unsigned long long c = (static_cast<unsigned long long>(orderedKey(l[j])) << 32) |
+                                         static_cast<uint32_t>(~static_cast<uint32_t>(idx[j]));
+            best = c > best ? c : best;
+        }
+    }
+    unsigned long long all;
+    ScanU64(*static_cast<typename ScanU64::TempStorage*>(tempStorage)).InclusiveScan(best, best, MaxU64(), all);
+    __syncthreads();
+    return static_cast<int>(~static_cast<uint32_t>(all & 0xffffffffull));
+}
+
+struct KthKey {
+    uint32_t key;
+    int tiesWanted;  // tokens equal to key that belong to the top k (the first ones in vocabulary order)
 };
+
+// Exact k-th largest ordered key by 4 passes of an 8-bit radix histogram.
+template <class T>
+__device__ __forceinline__ KthKey radixSelect(const SeqView<T>& view, int k, unsigned* hist, uint32_t* sPrefix,
+                                              int* sRemaining)
+{
+    const int lane = threadIdx.x & 31;
+    uint32_t prefix = 0, mask = 0;
+    int remaining = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += kThreads) hist[b] = 0;
+        __syncthreads();
+        for (int base = 0; base < view.n; base += kChunk) {
+            float l[kItems];
+            int idx[kItems];
+            view.template load<false>(base, l, idx);
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                const uint32_t key = orderedKey(l[j]);
+                const bool take = idx[j] < view.n && (key & mask) == prefix;
+                const unsigned bin = take ? (key >> shift) & 255u : 256u;
+                // Logits crowd into few exponent bins: one atomic per distinct bin per warp.
+                const unsigned same = __match_any_sync(0xffffffffu, bin);
+                if (take && lane == __ffs(same) - 1) atomicAdd(&hist[bin], static_cast<unsigned>(__popc(same)));
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int above = 0, b = 255;
+            for (; b > 0 && above + int(hist[b]) < remaining; --b) above += hist[b];
+            *sPrefix = prefix | (uint32_t(b) << shift);
+            *sRemaining = remaining - above;
+        }
+        __syncthreads();
+        prefix = *sPrefix;
+        remaining = *sRemaining;
+        mask |= 255u << shift;
+        __syncthreads();  // hist and the two scalars are rewritten by the next pass
+    }
+    return {prefix, remaining};
+}
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParams p)
 {
-    using ScanU64 = cub::BlockScan<unsigned long long, kThreads>;  // only its Reduce-like use below
+    using ScanU64 = cub::BlockScan<unsigned long long, kThreads>;
     using ScanF = cub::BlockScan<float, kThreads>;
     using ScanI = cub::BlockScan<int, kThreads>;
+    using ReduceF = cub::BlockReduce<float, kThreads>;
     __shared__ union {
         typename ScanU64::TempStorage u64;
         typename ScanF::TempStorage f;
         typename ScanI::TempStorage i;
+        typename ReduceF::TempStorage r;
     } tmp;
     __shared__ unsigned hist[256];
     __shared__ uint32_t sPrefix;
-    __shared__ int sRemaining;
-    __shared__ int sHit;
-    __shared__ int sLast;
+    __shared__ int sRemaining, sHit, sLast;
+    __shared__ float sTotal;
 
     const int seq = blockIdx.x, tid = threadIdx.x, n = p.vocabSize;
     uint8_t* present = p.presence ? p.presence + seq * p.presenceStride : nullptr;
     const SeqView<T> view{static_cast<const T*>(p.logits) + seq * p.logitsStride, present,
-                          p.repetitionPenalty ? p.repetitionPenalty[seq] : 1.0f};
+                          p.repetitionPenalty ? p.repetitionPenalty[seq] : 1.0f, n};
     const float temperature = p.temperature ? p.temperature[seq] : 0.0f;
     const int topK = p.topK ? p.topK[seq] : 0;
     const int k = topK <= 0 || topK >= n ? n : topK;
 
-    // 1. argmax: (key << 32) | ~index makes the larger key win and, among equal keys, the lower index.
-    unsigned long long best = 0;
-    for (int i = tid; i < n; i += kThreads) {
-        const unsigned long long c = (static_cast<unsigned long long>(orderedKey(view.logit(i))) << 32) |
-                                     static_cast<uint32_t>(~static_cast<uint32_t>(i));
-        best = c > best ? c : best;
-    }
-    unsigned long long bestAll;
-    ScanU64(tmp.u64).InclusiveScan(best, best, MaxU64(), bestAll);
-    __syncthreads();
-    const int argmax = static_cast<int>(~static_cast<uint32_t>(bestAll & 0xffffffffull));
-    int token = argmax;
-
+    int token = argmaxOf(view, &tmp.u64);
     if (!(temperature <= 0.0f || k == 1)) {
-        // 2. radix select of the k-th largest key (skipped when all n tokens are candidates).
-        uint32_t prefix = 0, mask = 0;
-        int remaining = k;
-        if (k < n) {
-            for (int shift = 24; shift >= 0; shift -= 8) {
-                for (int b = tid; b < 256; b += kThreads) hist[b] = 0;
-                __syncthreads();
-                for (int i = tid; i < n; i += kThreads) {
-                    const uint32_t key = orderedKey(view.logit(i));
-                    if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
-                }
-                __syncthreads();
-                if (tid == 0) {
-                    int above = 0, b = 255;
-                    for (; b > 0 && above + int(hist[b]) < remaining; --b) above += hist[b];
-                    sPrefix = prefix | (uint32_t(b) << shift);
-                    sRemaining = remaining - above;
-                }
-                __syncthreads();
-                prefix = sPrefix;
-                remaining = sRemaining;
-                mask |= 255u << shift;
-            }
-        }
-        const Selection sel{prefix, k < n ? remaining : n, view.logit(argmax), temperature};
-
-        // 3. total selected weight, then the inverse-CDF walk; both in vocabulary order.
-        auto weightOf = [&](int i, int tieRank, bool& selected) {
-            selected = false;
-            if (i >= n) return 0.0f;
-            const float l = view.logit(i);
-            const uint32_t key = orderedKey(l);
-            selected = key > sel.kthKey || (key == sel.kthKey && tieRank < sel.tiesWanted);
-            if (!selected) return 0.0f;
-            const float w = expf((l - sel.maxLogit) / sel.temperature);
+        const KthKey kth = k < n ? radixSelect(view, k, hist, &sPrefix, &sRemaining) : KthKey{0u, n};
+        const float maxLogit = view.logit(token);
+        auto weight = [&](float l) {
+            const float w = expf((l - maxLogit) / temperature);
             return isfinite(w) ? w : 0.0f;
         };
-        auto isTie = [&](int i) { return i < n && orderedKey(view.logit(i)) == sel.kthKey ? 1 : 0; };
-
-        float total = 0.0f;
-        int tiesSeen = 0;
-        for (int base = 0; base < n; base += kThreads) {
-            const int i = base + tid;
-            int tieRank, tieCount;
-            ScanI(tmp.i).ExclusiveSum(isTie(i), tieRank, tieCount);
-            __syncthreads();
-            bool selected;
-            const float w = weightOf(i, tiesSeen + tieRank, selected);
-            float ignored, chunkSum;
-            ScanF(tmp.f).ExclusiveSum(w, ignored, chunkSum);
-            __syncthreads();
-            total += chunkSum;
-            tiesSeen += tieCount;
+        // Total: every token above the k-th key, plus the wanted ties (equal keys, equal weights).
+        float local = 0.0f;
+        for (int base = 0; base < n; base += kChunk) {
+            float l[kItems];
+            int idx[kItems];
+            view.template load<false>(base, l, idx);
+#pragma unroll
+            for (int j = 0; j < kItems; ++j)
+                if (idx[j] < n && orderedKey(l[j]) > kth.key) local += weight(l[j]);
         }
-
-        const float target = uniformDraw(p.seeds ? p.seeds[seq] : 0, p.offsets ? p.offsets[seq] : 0) * total;
+        const float above = ReduceF(tmp.r).Sum(local);
         if (tid == 0) {
-            sHit = 0x7fffffff;
+            const float tieWeight = kth.key == 0u ? 0.0f : weight(keyValue(kth.key));
+            sTotal = above + kth.tiesWanted * tieWeight;
+            sHit = kNoHit;
             sLast = -1;
         }
         __syncthreads();
+        const float target = uniformDraw(p.seeds ? p.seeds[seq] : 0, p.offsets ? p.offsets[seq] : 0) * sTotal;
+
+        // The draw, in vocabulary order.
         float running = 0.0f;
-        tiesSeen = 0;
-        for (int base = 0; base < n; base += kThreads) {
-            const int i = base + tid;
-            int tieRank, tieCount;
-            ScanI(tmp.i).ExclusiveSum(isTie(i), tieRank, tieCount);
+        int tiesSeen = 0;
+        for (int base = 0; base < n; base += kChunk) {
+            float l[kItems];
+            int idx[kItems];
+            view.template load<true>(base, l, idx);
+            int myTies = 0;
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) myTies += idx[j] < n && orderedKey(l[j]) == kth.key;
+            int tieRank, chunkTies;
+            ScanI(tmp.i).ExclusiveSum(myTies, tieRank, chunkTies);
             __syncthreads();
-            bool selected;
-            const float w = weightOf(i, tiesSeen + tieRank, selected);
-            float cumulative, chunkSum;
-            ScanF(tmp.f).InclusiveSum(w, cumulative, chunkSum);
-            if (selected) {
-                atomicMax(&sLast, i);
-                if (running + cumulative > target) atomicMin(&sHit, i);
+            tieRank += tiesSeen;
+            float w[kItems], mySum = 0.0f;
+            bool selected[kItems];
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                const uint32_t key = orderedKey(l[j]);
+                const bool tie = idx[j] < n && key == kth.key;
+                selected[j] = idx[j] < n && (key > kth.key || (tie && tieRank < kth.tiesWanted));
+                tieRank += tie;
+                w[j] = selected[j] ? weight(l[j]) : 0.0f;
+                mySum += w[j];
             }
+            float cumulative, chunkSum;
+            ScanF(tmp.f).ExclusiveSum(mySum, cumulative, chunkSum);
+            cumulative += running;
+            int hit = kNoHit, last = -1;
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                cumulative += w[j];
+                if (!selected[j]) continue;
+                last = idx[j];
+                if (hit == kNoHit && cumulative > target) hit = idx[j];
+            }
+            if (hit != kNoHit) atomicMin(&sHit, hit);
+            if (last >= 0) atomicMax(&sLast, last);
             __syncthreads();
-            if (sHit != 0x7fffffff) break;  // uniform: every thread reads it after the barrier
+            if (sHit != kNoHit) break;  // uniform: every thread reads it after the barrier
             running += chunkSum;
-            tiesSeen += tieCount;
+            tiesSeen += chunkTies;
         }
-        token = sHit != 0x7fffffff ? sHit : sLast;
+        token = sHit != kNoHit ? sHit : sLast;
     }
     if (tid == 0) {
         p.outTokens[seq] = token;

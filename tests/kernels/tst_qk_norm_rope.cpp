@@ -119,7 +119,8 @@ at::Tensor normDouble(const at::Tensor& y, const at::Tensor& w)
 }
 
 // HF semantics in the element type: rotation in float32 cast back, then HF RMSNorm.
-at::Tensor naiveHead(const at::Tensor& x, const at::Tensor& c, const at::Tensor& s, const at::Tensor& w)
+[[maybe_unused]] at::Tensor naiveHead(const at::Tensor& x, const at::Tensor& c, const at::Tensor& s,
+                                     const at::Tensor& w)  // CUDA cases only
 {
     const at::Tensor y = rotate(x.to(at::kFloat), c, s).to(x.scalar_type());
     const at::Tensor yf = y.to(at::kFloat);

@@ -39,7 +39,7 @@ at::Tensor runReference(const at::Tensor& input, const at::Tensor& residual, con
 
 // HF HunYuanVLRMSNorm in the tensors' precision: variance in float32, normalised value cast back,
 // then multiplied by the weight in the element type.
-at::Tensor naive(const at::Tensor& h, const at::Tensor& weight)
+[[maybe_unused]] at::Tensor naive(const at::Tensor& h, const at::Tensor& weight)  // CUDA cases only
 {
     const at::Tensor hf = h.to(at::kFloat);
     const at::Tensor inv = at::rsqrt(hf.pow(2).mean(-1, true) + kEps);

@@ -79,7 +79,8 @@ at::Tensor penalised(const Batch& b, int64_t s)
 // How far (as a fraction of the total weight) u lies outside token's slice of the top-k CDF in
 // vocabulary order; 0 when inside. Used to accept a CUDA/reference disagreement that only float
 // summation order explains.
-double cdfDistance(const at::Tensor& row, int k, float temperature, float u, int64_t token)
+[[maybe_unused]] double cdfDistance(const at::Tensor& row, int k, float temperature, float u,
+                                    int64_t token)  // CUDA cases only
 {
     const int n = static_cast<int>(row.size(0));
     auto l = row.accessor<float, 1>();

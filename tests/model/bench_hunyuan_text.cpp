@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -123,14 +124,17 @@ int main(int argc, char** argv)
                 grid.gridW, opt.newTokens, at::get_num_threads());
     std::vector<double> prefill, perStep;
     for (int r = 0; r <= opt.repeats; ++r) {  // run 0 warms up
+        const std::clock_t cpu0 = std::clock();
         auto res = generate(*decoder, in, gen);
+        const double cpuMs = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
         if (!res.ok()) return std::fprintf(stderr, "%s\n", res.error().message.c_str()), 1;
         if (r == 0) continue;
         prefill.push_back(res->timings.prefillMs);
         perStep.push_back(res->timings.msPerDecodeStep());
-        std::printf("run %d: prefill %.2f ms, decode %.2f ms for %d steps = %.3f ms/step\n", r,
-                    res->timings.prefillMs, res->timings.decodeMs, res->timings.numDecodeSteps,
-                    res->timings.msPerDecodeStep());
+        // CPU time of the process (all threads) shows how much of the wall time a loaded machine took away.
+        std::printf("run %d: prefill %.2f ms, decode %.2f ms for %d steps = %.3f ms/step (wall); "
+                    "process CPU %.1f ms\n", r, res->timings.prefillMs, res->timings.decodeMs,
+                    res->timings.numDecodeSteps, res->timings.msPerDecodeStep(), cpuMs);
     }
     std::sort(prefill.begin(), prefill.end());
     std::sort(perStep.begin(), perStep.end());

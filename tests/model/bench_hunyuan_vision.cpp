@@ -3,14 +3,21 @@
 //
 //   bench_hunyuan_vision [--model-dir DIR] [--device cpu|cuda] [--dtype f32|bf16|f16] [--repeat N]
 //                        [--synthetic WxH]... [IMAGE]...
+//   bench_hunyuan_vision --make-random-model DIR
 // Defaults: the fixture model (../shared/fixtures/hunyuan/tiny_model) and the two fixture images.
 // --synthetic adds a noise image of that size (e.g. 2048x2048 = 16384 patches, the largest input).
+// --make-random-model writes a vision-only checkpoint of the published 1.0 size (27 x 1152, random
+// bf16 weights, about 0.9 GB) to DIR, for timing the real shapes without the real weights.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,6 +77,66 @@ lector::Image noiseImage(int w, int h)
     return img;
 }
 
+// Random weights with the published shapes (spec §10); std 0.02 keeps activations in a sane range.
+int makeRandomModel(const fs::path& dir)
+{
+    const hy::VisionConfig v;  // the 1.0 defaults
+    const hy::TextConfig t;
+    fs::create_directories(dir);
+    nlohmann::json cfg = {
+        {"architectures", {"HunYuanVLForConditionalGeneration"}}, {"model_type", "hunyuan_vl"},
+        {"hidden_size", t.hiddenSize}, {"num_hidden_layers", t.numLayers},
+        {"num_attention_heads", t.numHeads}, {"num_key_value_heads", t.numKvHeads}, {"head_dim", t.headDim},
+        {"intermediate_size", t.intermediateSize}, {"vocab_size", t.vocabSize},
+        {"vision_config",
+         {{"hidden_size", v.hiddenSize}, {"num_hidden_layers", v.numLayers},
+          {"num_attention_heads", v.numHeads}, {"intermediate_size", v.intermediateSize},
+          {"patch_size", v.patchSize}, {"spatial_merge_size", v.spatialMergeSize},
+          {"out_hidden_size", v.outHiddenSize}, {"max_image_size", v.maxImageSize},
+          {"rms_norm_eps", v.layerNormEps}, {"add_patchemb_bias", true}}}};
+    std::ofstream(dir / "config.json") << cfg.dump(2);
+    const int64_t c = v.hiddenSize, p = v.patchSize, inter = v.intermediateSize, out = v.outHiddenSize;
+    const int64_t g = v.posGridSize();
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, bool isNormWeight = false) {
+        auto x = isNormWeight ? at::ones(shape) : at::randn(shape) * 0.02;
+        tensors.emplace_back(name, x.to(at::kBFloat16).contiguous());
+    };
+    at::manual_seed(0);
+    add("vit.embeddings.patch_embedding.weight", {c, 3, p, p});
+    add("vit.embeddings.patch_embedding.bias", {c});
+    add("vit.embeddings.position_embedding.weight", {g * g + 1, c});
+    for (int i = 0; i < v.numLayers; ++i) {
+        const std::string pre = "vit.layers." + std::to_string(i) + ".";
+        for (const char* n : {"input_layernorm", "post_attention_layernorm"}) {
+            add(pre + n + ".weight", {c}, true);
+            add(pre + n + ".bias", {c});
+        }
+        for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+            add(pre + "self_attn." + n + ".weight", {c, c});
+            add(pre + "self_attn." + n + ".bias", {c});
+        }
+        add(pre + "mlp.dense_h_to_4h.weight", {inter, c});
+        add(pre + "mlp.dense_h_to_4h.bias", {inter});
+        add(pre + "mlp.dense_4h_to_h.weight", {c, inter});
+        add(pre + "mlp.dense_4h_to_h.bias", {c});
+    }
+    add("vit.perceive.before_rms.weight", {c}, true);
+    add("vit.perceive.proj.0.weight", {2 * c, c, 2, 2});
+    add("vit.perceive.proj.0.bias", {2 * c});
+    add("vit.perceive.proj.2.weight", {4 * c, 2 * c, 1, 1});
+    add("vit.perceive.proj.2.bias", {4 * c});
+    add("vit.perceive.mlp.weight", {out, 4 * c});
+    add("vit.perceive.mlp.bias", {out});
+    add("vit.perceive.after_rms.weight", {out}, true);
+    for (const char* n : {"image_begin", "image_end", "image_sep"}) add(std::string("vit.perceive.") + n, {out});
+    add("vit.perceive.image_newline", {4 * c});
+    auto w = lector::model::writeSafetensors(dir / "model.safetensors", tensors);
+    if (!w) return std::fprintf(stderr, "%s\n", w.error().message.c_str()), 1;
+    std::printf("wrote %s (%zu tensors)\n", dir.string().c_str(), tensors.size());
+    return 0;
+}
+
 at::ScalarType parseDtype(const std::string& s)
 {
     if (s == "bf16") return at::kBFloat16;
@@ -88,6 +155,7 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool hasValue = i + 1 < argc;
+        if (a == "--make-random-model" && hasValue) return makeRandomModel(argv[++i]);
         if (a == "--model-dir" && hasValue) modelDir = argv[++i];
         else if (a == "--device" && hasValue) device = argv[++i];
         else if (a == "--dtype" && hasValue) dtype = argv[++i];
@@ -143,6 +211,20 @@ int main(int argc, char** argv)
             auto out = enc->encode(pre);
             (void)out.sum().item<float>();  // waits for the device
             visMs = std::min(visMs, msSince(t));
+            if (std::getenv("LECTOR_BENCH_STAGES")) {  // where the time goes, stage by stage
+                t = std::chrono::steady_clock::now();
+                auto e = enc->embed(pre.pixelValues, pre.gridH, pre.gridW);
+                (void)e.sum().item<float>();
+                const double embedMs = msSince(t);
+                t = std::chrono::steady_clock::now();
+                auto x = enc->runBlocks(e);
+                (void)x.sum().item<float>();
+                const double blocksMs = msSince(t);
+                t = std::chrono::steady_clock::now();
+                (void)enc->merge(x, pre.gridH, pre.gridW).sum().item<float>();
+                std::printf("  stages: embed %.1f ms, blocks %.1f ms, merge %.1f ms\n", embedMs, blocksMs,
+                            msSince(t));
+            }
         }
         const std::string size = std::to_string(pre.resizedWidth) + "x" + std::to_string(pre.resizedHeight);
         std::printf("%-24s %11s %8lld %8lld %12.1f %12.1f\n", in.name.c_str(), size.c_str(),

@@ -4,6 +4,7 @@
 // grid, patch + position embeddings, ViT output and merger output, each within 1e-4 relative error.
 #include "tests/support/lector_test.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/image/decode.h"
@@ -61,9 +62,30 @@ void checkClose(const char* what, const at::Tensor& ours, const at::Tensor& ref,
     const double scale = std::max(ref.abs().max().item<double>(), 1e-12);
     const double rel = diff.max().item<double>() / scale;
     const auto worst = diff.argmax().item<int64_t>();
+    std::printf("  %-30s relative error %.3g\n", what, rel);
     LECTOR_CHECK_MSG(rel <= tol, what << ": relative error " << rel << " at flat index " << worst << " (ours "
                                       << ours.flatten()[worst].item<float>() << ", reference "
                                       << ref.flatten()[worst].item<float>() << ")");
+}
+
+// The fixture's definition of pixel_values, written out as loops: (u8 / 255 - mean) / std, 16x16 patches
+// in raster order, each flattened as c * 256 + y * 16 + x.
+at::Tensor expectedPixelValues(const at::Tensor& rgb, const hy::PreprocessConfig& cfg)  // rgb [H, W, 3] u8
+{
+    const auto img = rgb.contiguous();
+    const auto* px = img.data_ptr<std::uint8_t>();
+    const int64_t h = img.size(0), w = img.size(1), p = 16, gh = h / p, gw = w / p;
+    auto out = at::empty({gh * gw, 3 * p * p}, at::kFloat);
+    float* o = out.data_ptr<float>();
+    for (int64_t r = 0; r < gh; ++r)
+        for (int64_t c = 0; c < gw; ++c)
+            for (int64_t ch = 0; ch < 3; ++ch)
+                for (int64_t y = 0; y < p; ++y)
+                    for (int64_t x = 0; x < p; ++x) {
+                        const float u = px[((r * p + y) * w + (c * p + x)) * 3 + ch];
+                        o[(r * gw + c) * 3 * p * p + ch * p * p + y * p + x] = (u / 255.0f - cfg.mean[ch]) / cfg.std[ch];
+                    }
+    return out;
 }
 
 // Every stage for one fixture image; `input` is what the processor received.
@@ -86,7 +108,7 @@ void checkImage(const std::string& name, const lector::Image& input)
     LECTOR_CHECK_EQ(int64_t{pre->gridW}, grid[0][2].item<int64_t>());
     LECTOR_CHECK_EQ(pre->originalWidth, input.width);
     LECTOR_CHECK_EQ(pre->originalHeight, input.height);
-    checkClose("pixel_values", pre->pixelValues, g->tensor("pixel_values"), 1e-6);
+    checkClose("pixel_values", pre->pixelValues, expectedPixelValues(refRgb, m.config.preprocess), 1e-6);
 
     c10::InferenceMode guard;
     const auto emb = m.encoder.embed(pre->pixelValues, pre->gridH, pre->gridW);

@@ -235,13 +235,19 @@ LECTOR_TEST(realModelsDeclareTheirInputsAndOpsets)
     }
 }
 
-LECTOR_TEST(cudaWithoutCudaIsDeviceUnavailable)
+LECTOR_TEST(cudaLoadsInFloat16OrIsDeviceUnavailable)
 {
-    if (at::hasCUDA()) LECTOR_SKIP("this machine has CUDA");
     lector::model::onnx::LoadOptions options;
     options.device = at::Device(at::kCUDA, 0);
     options.dtype = at::kHalf;
     auto g = Graph::load(detModel(), options);
-    LECTOR_CHECK(!g.ok());
-    LECTOR_CHECK_EQ(g.error().code, std::string("device_unavailable"));
+    if (!at::hasCUDA()) {
+        LECTOR_CHECK(!g.ok());
+        LECTOR_CHECK_EQ(g.error().code, std::string("device_unavailable"));
+        return;
+    }
+    LECTOR_CHECK_MSG(g.ok(), g.error().message);
+    auto out = g->run({at::zeros({1, 3, 64, 96})}).at(0);  // float32 CPU input: cast and moved by run()
+    LECTOR_CHECK(out.is_cuda() && out.scalar_type() == at::kHalf);
+    LECTOR_CHECK_EQ(out.sizes().vec(), (std::vector<int64_t>{1, 1, 64, 96}));
 }

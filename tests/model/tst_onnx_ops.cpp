@@ -280,6 +280,18 @@ LECTOR_TEST(exportedHardSwishBecomesOnePostOp)
     LECTOR_CHECK_EQ(g->stepOpTypes(), (std::vector<std::string>{"lector.Eltwise"}));
 }
 
+LECTOR_TEST(squeezeExcitationResidualKeepsItsValues)
+{
+    GraphBuilder b(11);
+    b.input("x").input("s").node("Mul", {"x", "s"}, {"m"}).node("Add", {"x", "m"}, {"y"}).output("y");
+    // y = x + x * s per channel: s = 0.5 for channel 0, 2 for channel 1
+    expectOutput(b.model(), {floats({1, 2, 3, 4}, {1, 2, 1, 2}), floats({0.5f, 2}, {1, 2, 1, 1})},
+                 floats({1.5f, 3, 9, 12}, {1, 2, 1, 2}));
+    auto g = Graph::fromModel(b.model(), "t.onnx");
+    LECTOR_CHECK(g.ok());
+    LECTOR_CHECK_EQ(g->stepOpTypes(), (std::vector<std::string>{"lector.Eltwise", "Mul"}));
+}
+
 LECTOR_TEST(layerNormAndLinearPatternsKeepTheirValues)
 {
     GraphBuilder b(9);
@@ -296,7 +308,7 @@ LECTOR_TEST(layerNormAndLinearPatternsKeepTheirValues)
     const float n0 = -1.5f / sd, n1 = -0.5f / sd, n2 = 0.5f / sd, n3 = 1.5f / sd;
     const float l0 = n0, l1 = 2 * n1, l2 = n2 + 1, l3 = 2 * n3 + 1;
     // y = ln @ w + bias, w rows (1 0) (0 1) (1 1) (0 0)
-    auto want = floats({l0 + l2 + 10, l1 + l2 + 20}, {1, 2});
+    auto want = floats({l0 + l2 + 0 * l3 + 10, l1 + l2 + 0 * l3 + 20}, {1, 2});
     expectOutput(b.model(), {floats({1, 2, 3, 4}, {1, 4})}, want, 1e-5);
     auto g = Graph::fromModel(b.model(), "t.onnx");
     LECTOR_CHECK(g.ok());
@@ -336,13 +348,33 @@ LECTOR_TEST(convWithGroupsStridesAndAsymmetricPads)
     b.input("x").constant("w", dw).constant("b", db);
     b.node("Conv", {"x", "w", "b"}, {"y"}, {attrInt("group", 8), attrInts("strides", {2, 1}), attrInts("pads", {1, 1, 1, 1})});
     b.output("y");
-    expectOutput(b.model(), {x}, at::conv2d(x, dw, db, {2, 1}, {1, 1}, {1, 1}, 8), 1e-4);
+    const std::vector<int64_t> stride{2, 1}, pad{1, 1}, unit{1, 1};
+    expectOutput(b.model(), {x}, at::conv2d(x, dw, db, stride, pad, unit, 8), 1e-4);
     auto w = at::randn({6, 8, 1, 3});
     GraphBuilder a(11);
     a.input("x").constant("w", w);
     a.node("Conv", {"x", "w"}, {"y"}, {attrInts("pads", {0, 2, 0, 0}), attrInts("dilations", {1, 2})}).output("y");
     auto padded = at::constant_pad_nd(x, {2, 0, 0, 0});
-    expectOutput(a.model(), {x}, at::conv2d(padded, w, at::Tensor(), {1, 1}, {0, 0}, {1, 2}), 1e-4);
+    const std::vector<int64_t> one{1, 1}, zero{0, 0}, dil{1, 2};
+    expectOutput(a.model(), {x}, at::conv2d(padded, w, at::Tensor(), one, zero, dil), 1e-4);
+}
+
+LECTOR_TEST(matMulBatchedLikeTheRecAttentionAndBroadcast)
+{
+    // [2, 1, 2, 3] x [2, 1, 3, 2] by hand
+    auto a = floats({1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}, {2, 1, 2, 3});
+    auto b = floats({1, 0, 0, 1, 1, 1, 7, 8, 9, 10, 11, 12}, {2, 1, 3, 2});
+    GraphBuilder g(9);
+    g.input("a").input("b").node("MatMul", {"a", "b"}, {"y"}).output("y");
+    // batch 0: (1 2 3)(4 5 6) x (1 0)(0 1)(1 1) = (4 5)(10 11); batch 1: rows of b picked: (7 8)(9 10)
+    expectOutput(g.model(), {a, b}, floats({4, 5, 10, 11, 7, 8, 9, 10}, {2, 1, 2, 2}));
+    // the rec attention's sizes and a transposed (non-contiguous) right side, against ATen
+    at::manual_seed(3);
+    auto q = at::randn({8, 8, 80, 15}), k = at::randn({8, 8, 80, 15});
+    expectOutput(g.model(), {q, k.transpose(-1, -2)}, at::matmul(q, k.transpose(-1, -2)), 1e-4);
+    // a 2-D right side broadcasts over the batch
+    auto x = at::randn({2, 3, 4}), w = at::randn({4, 5});
+    expectOutput(g.model(), {x, w}, at::matmul(x, w), 1e-5);
 }
 
 LECTOR_TEST(unknownOperatorIsABadModel)

@@ -6,6 +6,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <cstdio>
+
 #include "core/model/onnx/graph.h"
 #include "core/model/safetensors.h"
 
@@ -142,11 +144,51 @@ LECTOR_TEST(recBatchPaddedToOneWidthDecodesLikeSingleRuns)
         auto single = rec().run({inputs[k]}).at(0)[0];
         auto fromBatch = batch[static_cast<int64_t>(k)];
         LECTOR_CHECK_MSG(ctcDecode(single) == ctcDecode(fromBatch), "crop " << k << " decodes differently in the batch");
-        // the steps that see only real pixels pick the same classes
-        const int64_t steps = single.size(0) - 2;
-        auto same = single.narrow(0, 0, steps).argmax(-1).eq(fromBatch.narrow(0, 0, steps).argmax(-1));
-        LECTOR_CHECK_MSG(same.all().item<bool>(), "crop " << k << ": argmax differs at "
-                                                          << same.logical_not().nonzero().view(-1));
+        // Per step: the padding reaches every step through the SVTR neck's global attention and can
+        // move a class by a step at a character edge, so the steps must agree almost everywhere.
+        const int64_t steps = single.size(0);
+        const double agree = single.argmax(-1).eq(fromBatch.narrow(0, 0, steps).argmax(-1)).to(at::kDouble).mean().item<double>();
+        std::printf("  rec crop %zu: %lld steps, %.1f%% with the same argmax in the batch\n", k,
+                    static_cast<long long>(steps), 100 * agree);
+        LECTOR_CHECK_MSG(agree >= 0.95, "crop " << k << ": only " << agree << " of the steps agree");
+    }
+}
+
+LECTOR_TEST(cudaFloat16StaysCloseToOnnxruntime)
+{
+    if (!at::hasCUDA()) LECTOR_SKIP("no CUDA here");
+    lector::model::onnx::LoadOptions options;
+    options.device = at::Device(at::kCUDA, 0);
+    options.dtype = at::kHalf;
+    auto load = [&](const char* file) {
+        auto g = Graph::load(lector::test::ppocrModelDir() / file, options);
+        LECTOR_CHECK_MSG(g.ok(), g.error().message);
+        return std::move(g).value();
+    };
+    Graph detHalf = load("ch_PP-OCRv4_det_infer.onnx"), recHalf = load("ch_PP-OCRv4_rec_infer.onnx"),
+          clsHalf = load("ch_ppocr_mobile_v2.0_cls_infer.onnx");
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        auto out = detHalf.run({detInput(f->tensor("det_input_bgr_u8"))}).at(0);
+        LECTOR_CHECK(out.is_cuda() && out.scalar_type() == at::kHalf);
+        const double d = maxDiff(out.cpu(), f->tensor("det_output"));
+        // binarised at 0.3 like the DB post-processing, the maps must agree almost everywhere
+        const double flips = out.cpu().to(at::kFloat).gt(0.3).ne(f->tensor("det_output").to(at::kFloat).gt(0.3)).to(at::kDouble).mean().item<double>();
+        std::printf("  cuda fp16 det %s: max diff %.4f, mask flips %.5f%%\n", image, d, 100 * flips);
+        LECTOR_CHECK_MSG(flips < 1e-3, image << ": det mask differs at " << flips);
+        for (int i = 0, n = count(*f, "cls_input_bgr_u8_"); i < n; ++i) {
+            auto o = clsHalf.run({lineInput(f->tensor("cls_input_bgr_u8_" + std::to_string(i)))}).at(0).cpu();
+            const double dc = maxDiff(o, f->tensor("cls_output_" + std::to_string(i)));
+            std::printf("  cuda fp16 cls %s %d: max diff %.4f\n", image, i, dc);
+            LECTOR_CHECK(dc <= 2e-2);
+        }
+        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i) {
+            auto o = recHalf.run({lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i)))}).at(0).cpu();
+            auto want = f->tensor("rec_output_" + std::to_string(i));
+            const double dr = maxDiff(o, want);
+            std::printf("  cuda fp16 rec %s %d: max diff %.4f\n", image, i, dr);
+            LECTOR_CHECK_MSG(ctcDecode(o[0].to(at::kFloat)) == ctcDecode(want[0].to(at::kFloat)), image << " rec " << i << " decodes differently");
+        }
     }
 }
 

@@ -108,10 +108,10 @@ int main(int argc, char** argv)
         dialog->setSourceDir(src.path());
         dialog->setOutputDir(dst.path());
         dialog->startBatch();
-        QTest::qWaitFor([&] { return dialog->job() && dialog->job()->progress().done >= 17; }, 30000);
+        (void)QTest::qWaitFor([&] { return dialog->job() && dialog->job()->progress().done >= 17; }, 30000);
         save(dialog, out, QStringLiteral("batch.png"));
         dialog->cancelBatch();
-        QTest::qWaitFor([&] { return dialog->job()->state() == ui::BatchJob::State::Finished; }, 10000);
+        (void)QTest::qWaitFor([&] { return dialog->job()->state() == ui::BatchJob::State::Finished; }, 10000);
         save(dialog, out, QStringLiteral("batch_cancelled.png"));
     }
     {  // settings with a folder that lacks a file

@@ -321,7 +321,10 @@ void TestBatchJob::realEngineBatch()
     ui::EngineBridge bridge;
     std::optional<bool> loaded;
     // A named lambda: its captures must outlive the suspended coroutine.
-    auto load = [&]() -> QCoro::Task<> { loaded = (co_await bridge.load({})).ok(); };
+    auto load = [&]() -> QCoro::Task<> {
+        const engine::EngineConfig config;  // named: GCC 12 destroys co_await temporaries twice
+        loaded = (co_await bridge.load(config)).ok();
+    };
     load();
     QTRY_VERIFY_WITH_TIMEOUT(loaded.has_value(), 60000);
     QVERIFY(*loaded);

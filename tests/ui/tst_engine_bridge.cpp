@@ -77,7 +77,9 @@ void TestEngineBridge::recognizeResumesCoroutine()
     bridge.adopt(std::make_unique<FakeBackend>(5), {});
     std::optional<lector::doc::OcrResult> result;
     auto task = [&]() -> QCoro::Task<> {
-        result = co_await bridge.recognize(requestFor(100, 120, "coro.png"));
+        // Named arguments: GCC 12 destroys temporaries inside a co_await expression twice.
+        const auto request = requestFor(100, 120, "coro.png");
+        result = co_await bridge.recognize(request);
     };
     task();
     QVERIFY(!result);  // suspended, not blocked
@@ -148,7 +150,8 @@ void TestEngineBridge::failedLoadIsReported()
     QSignalSpy failed(&bridge, &EngineBridge::loadFailed);
     std::optional<bool> ok;
     auto task = [&]() -> QCoro::Task<> {
-        auto r = co_await bridge.load({});
+        const lector::engine::EngineConfig config;
+        auto r = co_await bridge.load(config);
         ok = r.ok();
     };
     task();

@@ -9,6 +9,8 @@
 #include <QTableWidget>
 #include <QTest>
 #include <QComboBox>
+#include <QDropEvent>
+#include <QLabel>
 
 #include "ui/image_view.h"
 #include "ui/input_controller.h"

@@ -131,7 +131,7 @@ lector::Result<void> runDownload(ModelDownloader& d, const QString& dir)
     std::optional<lector::Result<void>> out;
     auto run = [&]() -> QCoro::Task<> { out = co_await d.download(dir); };  // outlives the coroutine
     run();
-    QTest::qWaitFor([&] { return out.has_value(); }, 20000);
+    (void)QTest::qWaitFor([&] { return out.has_value(); }, 20000);
     return out ? *out : lector::Result<void>(lector::makeError("timeout", "download did not finish"));
 }
 

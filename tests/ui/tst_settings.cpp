@@ -1,5 +1,6 @@
 // Settings: typed values persist across restarts (a new Settings over the same file), the validators
 // turn bad stored values into defaults, and the HunyuanOCR folder check names the missing file.
+#include <QCheckBox>
 #include <QFile>
 #include <QSettings>
 #include <QTemporaryDir>

@@ -8,6 +8,7 @@
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QtWidgets>
 
 #include <memory>
 #include <vector>
@@ -15,7 +16,10 @@
 #include "core/doc/preset.h"
 #include "fake_backend.h"
 #include "ui/engine_bridge.h"
+#include "ui/main_actions.h"
 #include "ui/main_window.h"
+#include "ui/preset_panel.h"
+#include "ui/status_line.h"
 #include "ui/model_controller.h"
 #include "ui/settings.h"
 

@@ -4,6 +4,7 @@
 // The tokenizer.json comes from scripts/fetch-test-data.sh (.cache/test-data, not committed).
 #include "tests/support/lector_test.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -210,6 +211,18 @@ LECTOR_TEST(skipsSpecialTokensOnRequest)
     LECTOR_CHECK_EQ(tok.decode(std::vector<int32_t>{*think}, true), std::string("<think>"));
     const auto thinkIds = tok.encode("<think>x</think>");
     LECTOR_CHECK(thinkIds.size() == 3 && thinkIds[0] == *think && thinkIds[2] == *tok.tokenId("</think>"));
+}
+
+LECTOR_TEST(encodesSpecialTokensAsTextOnRequest)
+{
+    const auto& tok = qwen3();
+    const std::string text = "<|im_start|>user<think>";
+    const auto plain = tok.encode(text, /*parseSpecialTokens=*/false);
+    LECTOR_CHECK(std::find(plain.begin(), plain.end(), 151644) == plain.end());
+    LECTOR_CHECK(plain.size() > 3);
+    LECTOR_CHECK_EQ(plain.back(), tok.tokenId("<think>").value_or(-1));  // added but not special: still matched
+    LECTOR_CHECK_EQ(tok.decode(plain, true), text);
+    LECTOR_CHECK(tok.encode(text).front() == 151644);
 }
 
 LECTOR_TEST(looksUpTokensAndIds)

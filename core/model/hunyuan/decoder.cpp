@@ -153,8 +153,7 @@ Result<TextDecoder> TextDecoder::load(const WeightStore& store, const TextConfig
 {
     if (auto ok = validate(config); !ok) return ok.error();
     TextDecoder decoder(config, dtype, device);
-    const int64_t hidden = config.hiddenSize, hd = config.headDim, inter = config.intermediateSize;
-    const int64_t qRows = config.numHeads * hd, kvRows = config.numKvHeads * hd;
+    const int64_t hidden = config.hiddenSize;
 
     auto embed = fetch(store, "model.embed_tokens.weight", {config.vocabSize, hidden}, dtype, device);
     if (!embed) return embed.error();
@@ -171,42 +170,57 @@ Result<TextDecoder> TextDecoder::load(const WeightStore& store, const TextConfig
     decoder.m_finalNorm = *norm;
 
     for (int i = 0; i < config.numLayers; ++i) {
-        const std::string p = "model.layers." + std::to_string(i) + ".";
-        struct Want {
-            const char* name;
-            std::vector<int64_t> shape;
-        };
-        const Want wants[] = {
-            {"input_layernorm.weight", {hidden}},       {"self_attn.q_proj.weight", {qRows, hidden}},
-            {"self_attn.k_proj.weight", {kvRows, hidden}}, {"self_attn.v_proj.weight", {kvRows, hidden}},
-            {"self_attn.o_proj.weight", {hidden, qRows}},  {"self_attn.query_layernorm.weight", {hd}},
-            {"self_attn.key_layernorm.weight", {hd}},      {"post_attention_layernorm.weight", {hidden}},
-            {"mlp.gate_proj.weight", {inter, hidden}},     {"mlp.up_proj.weight", {inter, hidden}},
-            {"mlp.down_proj.weight", {hidden, inter}},
-        };
-        std::vector<at::Tensor> t;
-        for (const auto& w : wants) {
-            if (!config.useQkNorm && std::string(w.name).find("_layernorm.weight") != std::string::npos &&
-                std::string(w.name).rfind("self_attn.", 0) == 0) {
-                t.emplace_back();
-                continue;
-            }
-            auto r = fetch(store, p + w.name, w.shape, dtype, device);
-            if (!r) return r.error();
-            t.push_back(*r);
-        }
-        Layer layer;
-        layer.inputNorm = t[0];
-        layer.qkvProj = at::cat({t[1], t[2], t[3]}, 0).contiguous();
-        layer.oProj = t[4];
-        layer.queryNorm = t[5];
-        layer.keyNorm = t[6];
-        layer.postNorm = t[7];
-        layer.gateUpProj = at::cat({t[8], t[9]}, 0).contiguous();
-        layer.downProj = t[10];
-        decoder.m_layers.push_back(std::move(layer));
+        auto layer = loadLayer(store, config, i, dtype, device);
+        if (!layer) return layer.error();
+        decoder.m_layers.push_back(std::move(*layer));
     }
     return decoder;
+}
+
+Result<TextDecoder::Layer> TextDecoder::loadLayer(const WeightStore& store, const TextConfig& config, int i,
+                                                  at::ScalarType dtype, at::Device device)
+{
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const int64_t hidden = config.hiddenSize, hd = config.headDim, inter = config.intermediateSize;
+    const int64_t qRows = config.numHeads * hd, kvRows = config.numKvHeads * hd;
+    struct Want {
+        const char* name;
+        std::vector<int64_t> shape;
+        bool qkNorm = false;  // only read when use_qk_norm
+    };
+    const Want wants[] = {
+        {"input_layernorm.weight", {hidden}},
+        {"self_attn.q_proj.weight", {qRows, hidden}},
+        {"self_attn.k_proj.weight", {kvRows, hidden}},
+        {"self_attn.v_proj.weight", {kvRows, hidden}},
+        {"self_attn.o_proj.weight", {hidden, qRows}},
+        {"self_attn.query_layernorm.weight", {hd}, true},
+        {"self_attn.key_layernorm.weight", {hd}, true},
+        {"post_attention_layernorm.weight", {hidden}},
+        {"mlp.gate_proj.weight", {inter, hidden}},
+        {"mlp.up_proj.weight", {inter, hidden}},
+        {"mlp.down_proj.weight", {hidden, inter}},
+    };
+    std::vector<at::Tensor> t;
+    for (const auto& w : wants) {
+        if (w.qkNorm && !config.useQkNorm) {
+            t.emplace_back();
+            continue;
+        }
+        auto r = fetch(store, p + w.name, w.shape, dtype, device);
+        if (!r) return r.error();
+        t.push_back(*r);
+    }
+    Layer layer;
+    layer.inputNorm = t[0];
+    layer.qkvProj = at::cat({t[1], t[2], t[3]}, 0).contiguous();
+    layer.oProj = t[4];
+    layer.queryNorm = t[5];
+    layer.keyNorm = t[6];
+    layer.postNorm = t[7];
+    layer.gateUpProj = at::cat({t[8], t[9]}, 0).contiguous();
+    layer.downProj = t[10];
+    return layer;
 }
 
 at::Tensor TextDecoder::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const
@@ -274,8 +288,9 @@ at::Tensor TextDecoder::forward(const at::Tensor& embeds, const at::Tensor& posi
     LECTOR_ASSERT(embeds.dim() == 2 && embeds.size(1) == m_config.hiddenSize);
     LECTOR_ASSERT(positions.dim() == 2 && positions.size(1) == embeds.size(0));
     const int64_t n = embeds.size(0), inter = m_config.intermediateSize;
-    // One cos/sin table per pass, shared by every layer: [n, headDim] float32.
-    auto [cos, sin] = m_rope.cosSin(positions.to(at::kCPU));
+    // One cos/sin table per pass, shared by every layer: [n, headDim] float32. Like transformers and
+    // vLLM, the tables pass through the model dtype (a no-op in float32; bf16 runs round them, spec §5.3).
+    auto [cos, sin] = m_rope.cosSin(positions.to(at::kCPU), m_dtype);
     cos = cos.to(m_device);
     sin = sin.to(m_device);
 

@@ -123,6 +123,8 @@ private:
     };
 
     TextDecoder(const TextConfig& config, at::ScalarType dtype, at::Device device);
+    static Result<Layer> loadLayer(const WeightStore& store, const TextConfig& config, int layerIdx,
+                                   at::ScalarType dtype, at::Device device);
     at::Tensor attention(const Layer& layer, int layerIdx, const at::Tensor& x, const at::Tensor& cos,
                          const at::Tensor& sin, KvCache& cache) const;
     at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;

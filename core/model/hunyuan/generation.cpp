@@ -61,6 +61,18 @@ int RepeatGuard::check(const std::vector<int>& generated) const
     return 0;
 }
 
+GenerationConfig defaultGenerationConfig(const HunyuanConfig& config)
+{
+    GenerationConfig g;
+    const GenerationDefaults& d = config.generation;
+    g.sampling.repetitionPenalty = d.repetitionPenalty;
+    g.sampling.temperature = d.doSample ? d.temperature : 0.0f;
+    g.sampling.topK = d.topK;
+    g.sampling.topP = d.topP;
+    if (!config.tokens.stop.empty()) g.stopIds = config.tokens.stop;
+    return g;
+}
+
 Result<GenerationResult> generate(const TextDecoder& decoder, const PrefillInput& input,
                                   const GenerationConfig& config, KvCache& cache, const TokenCallback& onToken)
 {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/common/result.h"
+#include "core/model/hunyuan/config.h"
 #include "core/model/hunyuan/decoder.h"
 #include "core/model/hunyuan/sampler.h"
 
@@ -51,6 +52,10 @@ struct GenerationConfig {
     std::vector<int> stopIds{120020, 120007};
     RepeatGuardConfig repeatGuard;
 };
+
+// The model's own defaults: generation_config.json's sampling values (greedy unless do_sample, penalty
+// 1.03 for 1.0) and its stop ids.
+GenerationConfig defaultGenerationConfig(const HunyuanConfig& config);
 
 enum class FinishReason {
     Stop,        // a stop id was sampled (not included in ids)

@@ -36,18 +36,18 @@ AxisSampling axisSampling(int64_t inSize, int64_t outSize, double scaleFactor)
 
 at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW)
 {
-    const int64_t g = table.size(0), c = table.size(2);
-    if (table.dim() != 3 || table.size(1) != g || gridH <= 0 || gridW <= 0)
+    if (table.dim() != 3 || table.size(0) != table.size(1) || gridH <= 0 || gridW <= 0)
         throw std::invalid_argument("interpolatePositionTable: need a square [G, G, C] table and a positive grid");
+    const int64_t g = table.size(0), c = table.size(2);
     // HunyuanOCR 1.0 passes scale_factor = (grid + 0.1) / G; the output size floor(G * scale) is grid.
     const double sh = (gridH + 0.1) / static_cast<double>(g), sw = (gridW + 0.1) / static_cast<double>(g);
     if (static_cast<int64_t>(std::floor(g * sh)) != gridH || static_cast<int64_t>(std::floor(g * sw)) != gridW)
         throw std::logic_error("interpolatePositionTable: scale factor does not reproduce the grid");
     const auto ay = axisSampling(g, gridH, sh), ax = axisSampling(g, gridW, sw);
-    const auto opts = at::TensorOptions().device(table.device());
-    auto idx = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(opts.device()); };
+    const auto device = table.device();
+    auto idx = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device); };
     auto wts = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
-        return at::tensor(v, at::kFloat).to(opts.device()).view(shape).to(table.scalar_type());
+        return at::tensor(v, at::kFloat).to(device).view(shape).to(table.scalar_type());
     };
     // Rows first ([gh, G, C]), then columns ([gh, gw, C]); bilinear is separable, so this equals the
     // 2-D lerp up to float rounding.
@@ -144,9 +144,9 @@ at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const
     const int64_t n = h.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
     // [N, 3C] -> [3, heads, N, d]
     const auto qkv = at::linear(h, b.qkvW, b.qkvB).view({n, 3, heads, d}).permute({1, 2, 0, 3});
-    const auto q = qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)));  // [heads, N, d]
-    const auto kT = qkv[1].transpose(1, 2);                              // [heads, d, N]
-    const auto v = qkv[2];                                               // [heads, N, d]
+    const auto q = (qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)))).contiguous();  // [heads, N, d]
+    const auto kT = qkv[1].contiguous().transpose(1, 2);  // [heads, d, N], a transposed view BLAS takes as is
+    const auto v = qkv[2].contiguous();                   // [heads, N, d]
     // Full attention inside the image, queries in chunks so the [heads, rows, N] scores stay bounded
     // (16K patches would need 16 GB at once).
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n, m_scoreBudget / std::max<int64_t>(1, heads * n)));

@@ -4,8 +4,12 @@
 // squares overflow or lose too much in float16) and cast the result back.
 #include "core/model/onnx/ops.h"
 
+#include <ATen/Parallel.h>
+
 #include <limits>
 #include <optional>
+
+#include "core/model/onnx/small_gemm.h"
 
 namespace lector::model::onnx {
 
@@ -231,14 +235,48 @@ Kernel makePow(const BuildContext& ctx)
     };
 }
 
+namespace {
+// a [..., M, K] @ b [..., K, N] with equal batch dims, CPU float32, small matrices: our loops.
+bool smallGemmApplies(const at::Tensor& a, const at::Tensor& b)
+{
+    if (!a.device().is_cpu() || a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat || !b.device().is_cpu())
+        return false;
+    if (a.dim() < 3 || a.dim() != b.dim() || a.size(-1) != b.size(-2)) return false;
+    for (int64_t d = 0; d < a.dim() - 2; ++d)
+        if (a.size(d) != b.size(d)) return false;
+    const int64_t flopsPerMatrix = a.size(-2) * a.size(-1) * b.size(-1);
+    return flopsPerMatrix <= (int64_t{1} << 21);
+}
+
+at::Tensor smallGemm(const at::Tensor& a, const at::Tensor& b)
+{
+    const auto ac = a.contiguous(), bc = b.contiguous();
+    const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+    auto shape = a.sizes().vec();
+    shape.back() = n;
+    at::Tensor c = at::empty(shape, a.options());
+    const int64_t rows = ac.numel() / std::max<int64_t>(k, 1);
+    if (k == 0) return c.zero_();
+    const float* pa = ac.data_ptr<float>();
+    const float* pb = bc.data_ptr<float>();
+    float* pc = c.data_ptr<float>();
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k * n));
+    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) { smallGemmRows(pa, pb, pc, begin, end, m, k, n); });
+    return c;
+}
+}  // namespace
+
 Kernel makeMatMul(const BuildContext& ctx)
 {
-    return [](StepContext& sc) { sc.setOutput(0, at::matmul(sc.in(0), sc.in(1))); };
+    return [](StepContext& sc) {
+        const at::Tensor &a = sc.in(0), &b = sc.in(1);
+        sc.setOutput(0, smallGemmApplies(a, b) ? smallGemm(a, b) : at::matmul(a, b));
+    };
 }
 
 // lector.Linear(x [..., K], weight [N, K], bias [N]?) = x @ weight^T + bias. On CPU float32 the
-// product runs as a 1x1 oneDNN convolution over a channels-last view of x, with the weight prepacked
-// once here: ATen's matmul goes through the system BLAS, which may be the slow reference one.
+// product runs as a 1x1 oneDNN convolution over a channels-last view of x: ATen's matmul goes
+// through the system BLAS, and Debian's is the reference one (16x slower for the rec classifier).
 Kernel makeLinear(const BuildContext& ctx)
 {
     at::Tensor weight = ctx.requireConstant(1);
@@ -246,15 +284,14 @@ Kernel makeLinear(const BuildContext& ctx)
     if (weight.dim() != 2) throw ModelError("lector.Linear weight must be 2-D");
     const int64_t numOut = weight.size(0), numIn = weight.size(1);
     if (ctx.cpuFast) {
-        at::Tensor packed = at::mkldnn_reorder_conv2d_weight(weight.view({numOut, numIn, 1, 1}).contiguous().to_mkldnn(),
-                                                             {0, 0}, {1, 1}, {1, 1}, 1);
-        return [packed, bias, numOut, numIn](StepContext& sc) {
+        at::Tensor w4 = weight.view({numOut, numIn, 1, 1}).contiguous();  // [N, K, 1, 1]
+        return [w4, bias, numOut, numIn](StepContext& sc) {
             const at::Tensor& x = sc.in(0);
             if (x.dim() < 1 || x.size(-1) != numIn)
                 throw std::runtime_error("last dimension must be " + std::to_string(numIn));
             const int64_t rows = x.numel() / numIn;
             auto x4 = x.reshape({1, rows, 1, numIn}).permute({0, 3, 1, 2});  // channels-last [1,K,rows,1]
-            auto y4 = at::mkldnn_convolution(x4, packed, bias, {0, 0}, {1, 1}, {1, 1}, 1);  // [1,N,rows,1]
+            auto y4 = at::mkldnn_convolution(x4, w4, bias, {0, 0}, {1, 1}, {1, 1}, 1);  // [1,N,rows,1]
             auto outShape = x.sizes().vec();
             outShape.back() = numOut;
             sc.setOutput(0, y4.permute({0, 2, 3, 1}).reshape(outShape));

@@ -1,12 +1,13 @@
 // Convolution, normalisation and pooling kernels: Conv, ConvTranspose, BatchNormalization,
 // GlobalAveragePool, AveragePool, MaxPool.
 //
-// CPU float32: 2-D convolutions call oneDNN (at::mkldnn_convolution) directly with weights prepacked
-// at load and activations in channels-last layout. ATen's own dispatch would reorder the weights on
-// every call, fall back to im2col + the system BLAS (possibly the reference one) for small inputs,
-// and runs depthwise convolutions about 5x slower in NCHW. ConvTranspose with kernel == stride (the
-// DB head's upsampling) becomes a 1x1 convolution plus a pixel shuffle: ATen's transposed
-// convolution is ~20x slower on CPU.
+// CPU float32: 2-D convolutions call oneDNN (at::mkldnn_convolution) directly, activations in
+// channels-last layout. Measured on the det graph at 960x960, 2 threads: NCHW activations are 2.3x
+// slower (depthwise convolutions ~5x); weights prepacked with mkldnn_reorder_conv2d_weight are also
+// 2.3x slower (the packed format does not match the channels-last primitive and is reordered back
+// on every call); ATen's own dispatch picks im2col + the system BLAS (Debian's is the reference
+// one) for small inputs. ConvTranspose with kernel == stride (the DB head's upsampling) becomes a
+// 1x1 convolution plus a pixel shuffle: ATen's transposed convolution is ~20x slower on CPU.
 #include "core/model/onnx/ops.h"
 
 namespace lector::model::onnx {
@@ -86,13 +87,12 @@ bool useChannelsLast(const at::Tensor& x)
     return x.dim() == 4 && !x.is_contiguous(at::MemoryFormat::ChannelsLast);
 }
 
-// A 2-D convolution with a weight fixed at load. `packed` is the oneDNN-prepacked weight on the CPU
-// fast path, undefined otherwise.
+// A 2-D convolution with a weight fixed at load.
 struct Conv2dPlan {
     at::Tensor weight;  // [Cout, Cin/groups, kH, kW]
-    at::Tensor packed;
     at::Tensor bias;    // [Cout] or undefined
     ConvGeometry geometry;
+    bool cpuFast = false;  // CPU float32 with oneDNN: call it directly
 
     at::Tensor run(at::Tensor x) const
     {
@@ -109,8 +109,7 @@ struct Conv2dPlan {
         // Three input channels (the image): NCHW is faster for oneDNN there; everything after is
         // channels-last.
         if (x.size(1) > 4 && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-        if (packed.defined())
-            return at::mkldnn_convolution(x, packed, bias, padding, g.stride, g.dilation, g.groups);
+        if (cpuFast) return at::mkldnn_convolution(x, weight, bias, padding, g.stride, g.dilation, g.groups);
         if (x.is_cuda() && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         return at::convolution(x, weight, bias, g.stride, padding, g.dilation, false, {0, 0}, g.groups);
     }
@@ -118,17 +117,8 @@ struct Conv2dPlan {
 
 Conv2dPlan makeConv2dPlan(const BuildContext& ctx, at::Tensor weight, at::Tensor bias, ConvGeometry g)
 {
-    Conv2dPlan plan{std::move(weight), {}, std::move(bias), std::move(g)};
-    const auto& gg = plan.geometry;
-    const bool fixedPads = gg.autoPad == ConvGeometry::AutoPad::NotSet || gg.autoPad == ConvGeometry::AutoPad::Valid;
-    if (ctx.cpuFast && fixedPads) {
-        // Asymmetric pads are applied explicitly before the convolution, which then pads nothing.
-        const std::vector<int64_t> padding = gg.symmetric() ? gg.padBegin : std::vector<int64_t>{0, 0};
-        plan.packed = at::mkldnn_reorder_conv2d_weight(plan.weight.contiguous().to_mkldnn(), padding, gg.stride,
-                                                       gg.dilation, gg.groups);
-    }
-    if (ctx.device.is_cuda() && plan.weight.dim() == 4)
-        plan.weight = plan.weight.contiguous(at::MemoryFormat::ChannelsLast);
+    Conv2dPlan plan{weight.contiguous(), std::move(bias), std::move(g), ctx.cpuFast};
+    if (ctx.device.is_cuda()) plan.weight = plan.weight.contiguous(at::MemoryFormat::ChannelsLast);
     return plan;
 }
 

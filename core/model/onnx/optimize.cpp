@@ -413,6 +413,34 @@ bool passLinear(Rewriter& rw, int n)
     return true;
 }
 
+// x + x * s  ->  x * (s + 1): the squeeze-and-excitation residual of the det neck. One pass over x
+// instead of two, and s (per channel, [N, C, 1, 1]) is tiny.
+bool passScaleResidual(Rewriter& rw, int n)
+{
+    Node& mul = rw.node(n);
+    if (mul.opType != "Mul" || mul.inputs[0] == mul.inputs[1]) return false;
+    const int a = rw.index().singleUser(mul.outputs[0]);
+    if (!rw.alive(a) || rw.node(a).opType != "Add") return false;
+    Node& add = rw.node(a);
+    const size_t mSlot = add.inputs[0] == mul.outputs[0] ? 0 : 1;
+    const std::string& x = add.inputs[1 - mSlot];
+    if (x != mul.inputs[0] && x != mul.inputs[1]) return false;
+    const std::string s = x == mul.inputs[0] ? mul.inputs[1] : mul.inputs[0];
+    if (rw.constant(s) || rw.constant(x)) return false;
+    const std::string y = add.outputs[0], scale = mul.outputs[0] + "/plus_one";
+    // Mul's slot computes s + 1; Add's slot (after it) computes x * (s + 1).
+    mul = eltwiseNode(mul.name, s, scale, {PostOp{PostOpKind::Affine, 1.0f, 1.0f}});
+    Node product;
+    product.name = add.name;
+    product.opType = "Mul";
+    product.inputs = {x, scale};
+    product.outputs = {y};
+    add = std::move(product);
+    rw.touch(n);
+    rw.touch(a);
+    return true;
+}
+
 // --- single-node elementwise ops -> lector.Eltwise, then into their producer ---
 
 // A lower bound of each value's rank, from the declared graph inputs forward. A scalar constant of
@@ -685,6 +713,7 @@ void fuseGraph(ModelDesc& model)
     repeatPass(model, passSilu);
     repeatPass(model, passLayerNorm);
     repeatPass(model, passLinear);
+    repeatPass(model, passScaleResidual);
     {
         const auto ranks = minRanks(model);  // node renames below keep each value's rank
         repeatPass(model, [&](Rewriter& rw, int n) { return passToEltwise(rw, n, ranks); });

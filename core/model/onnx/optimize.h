@@ -7,6 +7,7 @@
 //   - MatMul by a constant matrix (+ bias Add) becomes lector.Linear;
 //   - the exported HardSwish (x * clip(x + 3, 0, 6) / 6), SiLU (x * sigmoid(x)) and LayerNorm
 //     (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add) subgraphs become one op each;
+//   - x + x * s becomes x * (s + 1) (squeeze-and-excitation residuals);
 //   - activations and scalar affine ops become post-ops of the node that produces their input.
 // Called by Graph::load() / Graph::fromModel() only.
 #pragma once
