@@ -148,6 +148,7 @@ at::ScalarType parseDtype(const std::string& s)
 
 int main(int argc, char** argv)
 {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even through a pipe
     fs::path modelDir = sharedDir() / "fixtures" / "hunyuan" / "tiny_model";
     std::string device = "cpu", dtype = "f32";
     int repeat = 3;

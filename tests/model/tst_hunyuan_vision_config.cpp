@@ -44,6 +44,7 @@ LECTOR_TEST(loadsTinyModelFlatConfig)
     auto cfg = hy::loadConfig(tinyModel());
     LECTOR_CHECK_MSG(cfg.ok(), cfg.error().message);
     LECTOR_CHECK_EQ(cfg->version, std::string("1.0"));
+    LECTOR_CHECK(cfg->vision.posEmbedPlusTenth);
     const auto& v = cfg->vision;
     LECTOR_CHECK_EQ(v.hiddenSize, 32);
     LECTOR_CHECK_EQ(v.numLayers, 2);
@@ -110,6 +111,7 @@ LECTOR_TEST(loadsNestedTextConfig)
     auto cfg = hy::loadConfig(dir);
     LECTOR_CHECK_MSG(cfg.ok(), cfg.error().message);
     LECTOR_CHECK_EQ(cfg->version, std::string("1.5"));
+    LECTOR_CHECK(!cfg->vision.posEmbedPlusTenth);  // 1.5 resamples the position table with size=
     LECTOR_CHECK_EQ(cfg->text.hiddenSize, 1024);
     LECTOR_CHECK_EQ(cfg->text.numLayers, 24);
     LECTOR_CHECK_EQ(cfg->text.numKvHeads, 8);
@@ -326,4 +328,7 @@ LECTOR_TEST(positionInterpolationUsesGivenScale)
                            .permute({1, 2, 0})
                            .reshape({gh * gw, 3});
     LECTOR_CHECK((ours - sized).abs().max().item<float>() > 1e-2);
+    // ... and it is what plusTenth=false (the 1.5 layout) reproduces.
+    const auto ours15 = hy::interpolatePositionTable(rnd, gh, gw, /*plusTenth=*/false);
+    LECTOR_CHECK_NEAR((ours15 - sized).abs().max().item<float>(), 0.0, 5e-5);
 }

@@ -167,6 +167,8 @@ LECTOR_TEST(cudaFloat16StaysCloseToOnnxruntime)
     };
     Graph detHalf = load("ch_PP-OCRv4_det_infer.onnx"), recHalf = load("ch_PP-OCRv4_rec_infer.onnx"),
           clsHalf = load("ch_ppocr_mobile_v2.0_cls_infer.onnx");
+    options.dtype = at::kFloat;  // float32 on the GPU, for reference (cuDNN may use TF32)
+    Graph detFloat = load("ch_PP-OCRv4_det_infer.onnx");
     for (const char* image : kImages) {
         auto f = fixture(image);
         auto out = detHalf.run({detInput(f->tensor("det_input_bgr_u8"))}).at(0);
@@ -175,6 +177,8 @@ LECTOR_TEST(cudaFloat16StaysCloseToOnnxruntime)
         // binarised at 0.3 like the DB post-processing, the maps must agree almost everywhere
         const double flips = out.cpu().to(at::kFloat).gt(0.3).ne(f->tensor("det_output").to(at::kFloat).gt(0.3)).to(at::kDouble).mean().item<double>();
         std::printf("  cuda fp16 det %s: max diff %.4f, mask flips %.5f%%\n", image, d, 100 * flips);
+        const double d32 = maxDiff(detFloat.run({detInput(f->tensor("det_input_bgr_u8"))}).at(0).cpu(), f->tensor("det_output"));
+        std::printf("  cuda fp32 det %s: max diff %.4f\n", image, d32);
         LECTOR_CHECK_MSG(flips < 1e-3, image << ": det mask differs at " << flips);
         for (int i = 0, n = count(*f, "cls_input_bgr_u8_"); i < n; ++i) {
             auto o = clsHalf.run({lineInput(f->tensor("cls_input_bgr_u8_" + std::to_string(i)))}).at(0).cpu();

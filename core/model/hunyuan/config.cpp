@@ -301,6 +301,7 @@ Result<HunyuanConfig> loadConfig(const fs::path& modelDir)
         return makeError("bad_model", configPath.string() + ": missing object \"vision_config\"");
     KeyReader vision(*visionNode, configPath.string() + " vision_config");
     readVision(vision, cfg.vision);
+    cfg.vision.posEmbedPlusTenth = cfg.version == "1.0";
     if (vision.error()) return *vision.error();
 
     if (const fs::path p = modelDir / "preprocessor_config.json"; fs::exists(p, ec)) {

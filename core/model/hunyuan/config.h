@@ -34,6 +34,9 @@ struct VisionConfig {
     int imgMaxTokenNum = 4096;         // informational, not enforced (spec §2.3)
     std::string hiddenAct = "gelu";    // exact erf GELU
     std::string interpolateMode = "bilinear";
+    // 1.0 resamples the position table with scale_factor = (grid + 0.1) / G; 1.5 with size = grid
+    // (spec §3.2, §14). loadConfig sets this from the config layout.
+    bool posEmbedPlusTenth = true;
 
     int headDim() const { return hiddenSize / numHeads; }
     int posGridSize() const { return maxImageSize / patchSize; }  // 128

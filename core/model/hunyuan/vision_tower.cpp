@@ -14,10 +14,11 @@ struct AxisSampling {
     std::vector<float> l0, l1;
 };
 
-AxisSampling axisSampling(int64_t inSize, int64_t outSize, double scaleFactor)
+// ratio = input coordinate step per output pixel: 1 / scale_factor when a scale is given (1.0), else
+// inSize / outSize (1.5's size=), each rounded to float as PyTorch does.
+AxisSampling axisSampling(int64_t inSize, int64_t outSize, float ratio)
 {
     AxisSampling s;
-    const auto ratio = static_cast<float>(1.0 / scaleFactor);  // the given scale, not in/out
     for (int64_t d = 0; d < outSize; ++d) {
         float src = ratio * (static_cast<float>(d) + 0.5f) - 0.5f;
         if (src < 0.0f) src = 0.0f;
@@ -34,7 +35,7 @@ AxisSampling axisSampling(int64_t inSize, int64_t outSize, double scaleFactor)
 
 }  // namespace
 
-at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW)
+at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW, bool plusTenth)
 {
     if (table.dim() != 3 || table.size(0) != table.size(1) || gridH <= 0 || gridW <= 0)
         throw std::invalid_argument("interpolatePositionTable: need a square [G, G, C] table and a positive grid");
@@ -43,7 +44,10 @@ at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int grid
     const double sh = (gridH + 0.1) / static_cast<double>(g), sw = (gridW + 0.1) / static_cast<double>(g);
     if (static_cast<int64_t>(std::floor(g * sh)) != gridH || static_cast<int64_t>(std::floor(g * sw)) != gridW)
         throw std::logic_error("interpolatePositionTable: scale factor does not reproduce the grid");
-    const auto ay = axisSampling(g, gridH, sh), ax = axisSampling(g, gridW, sw);
+    const auto ratio = [&](int grid, double scale) {
+        return plusTenth ? static_cast<float>(1.0 / scale) : static_cast<float>(g) / static_cast<float>(grid);
+    };
+    const auto ay = axisSampling(g, gridH, ratio(gridH, sh)), ax = axisSampling(g, gridW, ratio(gridW, sw));
     const auto device = table.device();
     auto idx = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device); };
     auto wts = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
@@ -136,7 +140,7 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
     const auto pv = pixelValues.to(m_device, m_dtype);
     const auto e = at::linear(pv, m_patchW, m_patchB);  // [N, hidden]
     // The position table is interpolated in float32, then cast to the model dtype (spec §3.2).
-    return e + interpolatePositionTable(m_posTable, gridH, gridW).to(m_dtype);
+    return e + interpolatePositionTable(m_posTable, gridH, gridW, m_config.posEmbedPlusTenth).to(m_dtype);
 }
 
 at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const

@@ -20,9 +20,10 @@ namespace lector::model::hunyuan {
 
 // The 1.0 position-embedding resampling: F.interpolate(table, scale_factor=((gh+0.1)/G, (gw+0.1)/G),
 // mode="bilinear", align_corners=False) with PyTorch's source-coordinate maths for a given scale
-// (src = (dst + 0.5) / scale - 0.5, clamped at 0; float32 like PyTorch's CPU kernel).
+// (src = (dst + 0.5) / scale - 0.5, clamped at 0; float32 like PyTorch 2.x's CPU kernel).
+// plusTenth=false gives 1.5's F.interpolate(table, size=(gh, gw)) instead (ratio G / grid).
 // table: [G, G, C] (row-major grid); returns [gridH * gridW, C].
-at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW);
+at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW, bool plusTenth = true);
 
 class VisionEncoder {
 public:

@@ -1,7 +1,9 @@
 // Elementwise, matrix and reduction kernels: Add/Sub/Mul/Div, Relu/Sigmoid/HardSigmoid/Sqrt, Clip,
 // Pow, MatMul, Softmax, ReduceMean, Cast, and the fused lector.Linear / lector.LayerNorm /
 // lector.Eltwise. float16 graphs compute Softmax, ReduceMean and Pow in float32 (their sums and
-// squares overflow or lose too much in float16) and cast the result back.
+// squares overflow or lose too much in float16) and cast the result back. On the CPU, matrix
+// products avoid the system BLAS (Debian's is the reference one): small batched MatMuls run our
+// loops (small_gemm.h), lector.Linear runs as a oneDNN 1x1 convolution.
 #include "core/model/onnx/ops.h"
 
 #include <ATen/Parallel.h>
