@@ -95,7 +95,8 @@ LECTOR_TEST(buildsPaddedBgrBatches)
     LECTOR_CHECK_NEAR(a[1][0][47][23], 1.0, 1e-6);    // B of the blue crop, last content column
     LECTOR_CHECK_NEAR(a[1][0][47][24], 0.0, 1e-6);
     const at::Tensor cls = lineBatchInput(crops, kClsWidth);  // squeezed to the classifier's width
-    LECTOR_CHECK_NEAR(cls.accessor<float, 4>()[0][2][0][191], 1.0, 1e-6);
+    const auto clsA = cls.accessor<float, 4>();
+    LECTOR_CHECK_NEAR(clsA[0][2][0][191], 1.0, 1e-6);
 }
 
 LECTOR_TEST(batchesSortedByWidthWithinLimits)
