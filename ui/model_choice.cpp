@@ -1,6 +1,9 @@
 #include "ui/model_choice.h"
 
 #include <QCoreApplication>
+#include <QThread>
+
+#include <algorithm>
 
 #include "ui/settings.h"
 
@@ -44,6 +47,9 @@ void storeModelChoice(Settings& settings, ModelChoice choice)
 engine::EngineConfig engineConfigFor(ModelChoice choice, const Settings& settings)
 {
     engine::EngineConfig c;
+    // Leave one core to the GUI thread and the decoders: an engine spinning on every core makes the
+    // desktop stutter (style.md §6.5: the GUI thread never waits).
+    c.threads = std::max(1, QThread::idealThreadCount() - 1);
     switch (choice) {
     case ModelChoice::PpocrCpu:
         c.model = "ppocr-v4";

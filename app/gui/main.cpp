@@ -7,6 +7,9 @@
 
 int main(int argc, char** argv)
 {
+    // OpenMP workers of the CPU engine sleep instead of spinning between steps, so the GUI thread gets
+    // the CPU at once (must be set before libtorch starts its thread pool).
+    if (qEnvironmentVariableIsEmpty("OMP_WAIT_POLICY")) qputenv("OMP_WAIT_POLICY", "PASSIVE");
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Lector"));
     QApplication::setApplicationName(QStringLiteral("Lector"));
