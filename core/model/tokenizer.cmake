@@ -7,7 +7,7 @@ if(LECTOR_DEPS_PREFIX)
   target_link_libraries(lector_core PRIVATE lector_utf8proc)
 else()
   find_package(PkgConfig REQUIRED)
-  pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+  pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET GLOBAL libutf8proc)
   target_link_libraries(lector_core PRIVATE PkgConfig::UTF8PROC)
 endif()
 target_sources(lector_core PRIVATE

@@ -89,9 +89,11 @@ std::vector<DetectedLine> dbPostprocess(const at::Tensor& prob, int imageWidth, 
         const float grownW = rect.size.width + 2 * d, grownH = rect.size.height + 2 * d;
         if (std::min(grownW, grownH) < options.minSide + 2) continue;
         Quad quad = orderedRectCorners(center, grownW, grownH, rect.angle);
+        // Whole-pixel corners, as PaddleOCR: axis-aligned crops then copy pixels instead of
+        // interpolating between them, which the recogniser reads measurably better (spaces survive).
         for (auto& p : quad) {
-            p.x = std::clamp(p.x * sx, 0.0f, maxX);
-            p.y = std::clamp(p.y * sy, 0.0f, maxY);
+            p.x = std::clamp(std::round(p.x * sx), 0.0f, maxX);
+            p.y = std::clamp(std::round(p.y * sy), 0.0f, maxY);
         }
         if (distance(quad[0], quad[1]) <= 3.0f || distance(quad[0], quad[3]) <= 3.0f) continue;
         lines.push_back({quad, score});

@@ -25,8 +25,8 @@ struct DbOptions {
 };
 
 // prob: [H, W] (or [1, 1, H, W]) float32 on CPU, the probability map of a detector input that was
-// resized from an imageWidth x imageHeight image. Returns the lines in image pixels, corners clipped
-// to the image, in contour order. Boxes thinner than 4 image pixels are dropped.
+// resized from an imageWidth x imageHeight image. Returns the lines in image pixels, corners rounded
+// to whole pixels and clipped to the image, in contour order. Boxes thinner than 4 image pixels are dropped.
 std::vector<DetectedLine> dbPostprocess(const at::Tensor& prob, int imageWidth, int imageHeight,
                                         const DbOptions& options);
 
