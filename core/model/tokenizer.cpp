@@ -2,7 +2,6 @@
 // added tokens in normalized text -> pre-tokenizer -> BPE, the order of HF's TokenizerImpl) and the
 // id/token lookups. The parts live in tokenizer_*.cpp; see tokenizer_impl.h.
 #include <fstream>
-#include <sstream>
 
 #include "core/model/tokenizer_impl.h"
 
@@ -26,12 +25,14 @@ Result<std::string> readFile(const std::filesystem::path& path)
 {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return makeError("file_not_found", path.string() + ": no such file");
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) return makeError("read_failed", path.string() + ": cannot open for reading");
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) return makeError("read_failed", path.string() + ": read error");
-    return s.str();
+    const std::streamoff size = in.tellg();
+    if (size < 0) return makeError("read_failed", path.string() + ": cannot tell its size");
+    std::string text(size_t(size), '\0');
+    in.seekg(0);
+    if (!in.read(text.data(), size)) return makeError("read_failed", path.string() + ": read error");
+    return text;
 }
 
 Result<std::vector<AddedToken>> parseAddedTokens(const nlohmann::json& root, const std::string& file)

@@ -85,10 +85,13 @@ std::vector<DetectedLine> dbPostprocess(const at::Tensor& prob, int imageWidth, 
         const float score = boxScoreMat(map, box);
         if (score < options.boxThreshold) continue;
 
+        // The contour runs through the centres of the boundary pixels; the region those pixels cover
+        // is half a pixel larger on every side: in pixel-corner coordinates ([i, i+1) is pixel i, the
+        // convention of the crop) it is one pixel wider and higher, its centre half a pixel further on.
         const float d = unclipDistance(rect.size.width, rect.size.height, options.unclipRatio);
-        const float grownW = rect.size.width + 2 * d, grownH = rect.size.height + 2 * d;
+        const float grownW = rect.size.width + 1 + 2 * d, grownH = rect.size.height + 1 + 2 * d;
         if (std::min(grownW, grownH) < options.minSide + 2) continue;
-        Quad quad = orderedRectCorners(center, grownW, grownH, rect.angle);
+        Quad quad = orderedRectCorners({center.x + 0.5f, center.y + 0.5f}, grownW, grownH, rect.angle);
         // Whole-pixel corners, as PaddleOCR: axis-aligned crops then copy pixels instead of
         // interpolating between them, which the recogniser reads measurably better (spaces survive).
         for (auto& p : quad) {

@@ -5,7 +5,8 @@
 // contours of the text regions, take each contour's minimum-area rotated rectangle, drop rectangles
 // whose short side is below minSide or whose mean probability inside is below boxThreshold, expand
 // ("unclip") the rectangle by distance = area * unclipRatio / perimeter on every side, and scale the
-// corners from detector-input pixels to image pixels.
+// corners from detector-input pixels to image pixels. Quads are in pixel-corner coordinates (pixel i
+// spans [i, i+1)), so an axis-aligned quad from x0 to x1 holds the pixels x0 .. x1-1.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -157,6 +157,27 @@ LECTOR_TEST(chunkedAttentionGivesSameOutput)
                g->tensor("vision_output"));
 }
 
+// The device path (fused attention on libtorch 2.x) against the same reference; skipped without CUDA.
+LECTOR_TEST(cudaMatchesReference)
+{
+    if (!at::hasCUDA()) LECTOR_SKIP("no CUDA device");
+    const auto dir = lector::test::fixture("fixtures/hunyuan/tiny_model");
+    auto ws = hy::WeightStore::open(dir);
+    LECTOR_CHECK(ws.ok());
+    auto enc = hy::VisionEncoder::load(*ws, model().config, at::kFloat, at::Device(at::kCUDA));
+    LECTOR_CHECK_MSG(enc.ok(), enc.error().message);
+    const auto g = golden("receipt_zh");
+    auto pre = hy::preprocessImage(imageFromTensor(g->tensor("resized_rgb")), model().config.preprocess);
+    LECTOR_CHECK(pre.ok());
+    c10::InferenceMode guard;
+    const auto out = enc->encode(*pre);
+    LECTOR_CHECK(out.is_cuda());
+    checkClose("image_embeds (cuda f32)", out.cpu(), g->tensor("image_embeds"));
+    auto encBf16 = hy::VisionEncoder::load(*ws, model().config, at::kBFloat16, at::Device(at::kCUDA));
+    LECTOR_CHECK(encBf16.ok());
+    checkClose("image_embeds (cuda bf16)", encBf16->encode(*pre).cpu(), g->tensor("image_embeds"), 3e-2);
+}
+
 LECTOR_TEST(encoderLoadNamesMissingTensor)
 {
     const auto dir = lector::test::tempDir();

@@ -101,13 +101,6 @@ LECTOR_TEST(benchmarkPpocrGraphsAtTwoThreads)
     auto rec8 = lineBatch(8, 320);
     auto cls8 = lineBatch(8, 192);
 
-    if (std::getenv("LECTOR_ONNX_BENCH_CLS_ONLY")) {  // TEMP
-        Graph c = load("ch_ppocr_mobile_v2.0_cls_infer.onnx");
-        timeRuns(c, cls8, "cls [8,3,48,192]");
-        timeRuns(c, cls8, "cls [8,3,48,192]");
-        printProfile(c, cls8);
-        return;
-    }
     Graph det = load("ch_PP-OCRv4_det_infer.onnx");
     Graph rec = load("ch_PP-OCRv4_rec_infer.onnx");
     Graph cls = load("ch_ppocr_mobile_v2.0_cls_infer.onnx");

@@ -2,6 +2,7 @@
 // encoding we support) and on broken files: each must give an Error naming the file, never a crash.
 #include "tests/support/lector_test.h"
 
+#include <cstdio>
 #include <fstream>
 
 #include "tests/model/tst_onnx_util.h"
@@ -17,10 +18,17 @@ std::string readFile(const fs::path& p)
     std::ifstream f(p, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
-void writeFile(const fs::path& p, const std::string& bytes)
-{
-    std::ofstream(p, std::ios::binary) << bytes;
-}
+// A file in the test's temporary folder, unlinked when the case ends. (With PyTorch 2.11's libtorch
+// on the GPU machine, the harness's std::filesystem::remove_all of a non-empty folder at exit
+// crashes; empty folders are fine.)
+struct ScratchFile {
+    fs::path path;
+    ScratchFile(const std::string& name, const std::string& bytes) : path(lector::test::tempDir() / name) { write(bytes); }
+    void write(const std::string& bytes) const { std::ofstream(path, std::ios::binary) << bytes; }
+    ~ScratchFile() { std::remove(path.c_str()); }
+    ScratchFile(const ScratchFile&) = delete;
+    ScratchFile& operator=(const ScratchFile&) = delete;
+};
 fs::path detModel()
 {
     const auto p = lector::test::ppocrModelDir() / "ch_PP-OCRv4_det_infer.onnx";
@@ -157,8 +165,8 @@ LECTOR_TEST(readsEveryTensorEncodingAndAttributeType)
     nodes.push_back(hs);
 
     const std::vector<std::string> outs{"c_float", "c_int64", "c_int32", "c_half", "c_u8", "c_bool", "c_double", "c_one", "t", "hs"};
-    const auto path = lector::test::tempDir() / "hand_made.onnx";
-    writeFile(path, modelProto(nodes, outs));
+    const ScratchFile file("hand_made.onnx", modelProto(nodes, outs));
+    const auto& path = file.path;
     for (bool optimize : {false, true}) {
         lector::model::onnx::LoadOptions options;
         options.optimize = optimize;
@@ -182,25 +190,23 @@ LECTOR_TEST(readsEveryTensorEncodingAndAttributeType)
 
 LECTOR_TEST(zeroByteFileIsABadModel)
 {
-    const auto p = lector::test::tempDir() / "empty.onnx";
-    writeFile(p, "");
-    expectBadModel(p, "empty");
+    const ScratchFile f("empty.onnx", "");
+    expectBadModel(f.path, "empty");
 }
 
 LECTOR_TEST(textFileIsABadModel)
 {
-    const auto p = lector::test::tempDir() / "notes.onnx";
-    writeFile(p, "These are not the weights you are looking for.\nDet model: see README.\n");
-    expectBadModel(p, "");
+    const ScratchFile f("notes.onnx", "These are not the weights you are looking for.\nDet model: see README.\n");
+    expectBadModel(f.path, "");
 }
 
 LECTOR_TEST(truncatedDetModelIsABadModel)
 {
     const std::string bytes = readFile(detModel());
-    const auto p = lector::test::tempDir() / "det_truncated.onnx";
+    const ScratchFile f("det_truncated.onnx", "");
     for (size_t keep : {bytes.size() / 2, bytes.size() - 1, size_t{3}}) {
-        writeFile(p, bytes.substr(0, keep));
-        expectBadModel(p, "truncated");
+        f.write(bytes.substr(0, keep));
+        expectBadModel(f.path, "truncated");
     }
 }
 
@@ -212,9 +218,8 @@ LECTOR_TEST(unknownOperatorInTheDetModelIsNamed)
     const auto at = bytes.find(from);
     LECTOR_CHECK(at != std::string::npos);
     bytes[at + 8] = 'x';
-    const auto p = lector::test::tempDir() / "det_unknown_op.onnx";
-    writeFile(p, bytes);
-    expectBadModel(p, "unsupported operator Sigmoix in node '");
+    const ScratchFile f("det_unknown_op.onnx", bytes);
+    expectBadModel(f.path, "unsupported operator Sigmoix in node '");
 }
 
 LECTOR_TEST(missingFileIsFileNotFound)

@@ -430,4 +430,12 @@ LECTOR_TEST(sharedInputsAreNeverOverwrittenInPlace)
         checkClose(out[1], floats({-2, 4}, {2}), 0, "m");  // a graph output read again later
         checkClose(x, floats({-1, 2}, {2}), 0, "caller's input");
     }
+    // The last reader of a graph input still must not write into the caller's tensor.
+    GraphBuilder r(11);
+    r.input("x").node("Relu", {"x"}, {"y"}).output("y");
+    for (bool optimize : {false, true}) {
+        auto out = runGraph(r.model(), {x}, optimize);
+        checkClose(out[0], floats({0, 2}, {2}), 0, "relu");
+        checkClose(x, floats({-1, 2}, {2}), 0, "caller's input after relu");
+    }
 }

@@ -10,6 +10,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <ctime>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -28,6 +29,15 @@ using namespace lector;
 namespace fs = std::filesystem;
 
 namespace {
+
+// CPU seconds of this process (all threads): on a shared, loaded machine wall time overstates the
+// cost, while CPU time / threads approximates the wall time of an idle machine.
+double cpuSeconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double percentile(std::vector<double> v, double q)
 {
@@ -106,10 +116,11 @@ int main(int argc, char** argv)
         if (img.ok()) (void)ocr.run(*img);
     }
     std::ofstream os(out);
-    std::vector<double> totals;
+    std::vector<double> totals, cpuTotals;
     std::map<std::string, double> stageSums;
     for (const auto& name : images) {
         const auto start = std::chrono::steady_clock::now();
+        const double cpuStart = cpuSeconds();
         auto img = image::decodeImageFile(data / name);
         const double decodeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         nlohmann::json j;
@@ -121,6 +132,7 @@ int main(int argc, char** argv)
         }
         const doc::OcrResult r = ocr.run(*img);
         const double totalMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const double cpu = cpuSeconds() - cpuStart;
         j["width"] = r.width;
         j["height"] = r.height;
         j["text"] = r.text;
@@ -135,14 +147,19 @@ int main(int argc, char** argv)
         }
         stageSums["decode"] += decodeMs;
         timing["total"] = totalMs;
+        timing["cpu"] = cpu * 1000.0;
         j["timing_ms"] = timing;
         os << j.dump() << "\n";
         os.flush();
         totals.push_back(totalMs / 1000.0);
-        std::fprintf(stderr, "%s %dx%d: %zu lines, %.2f s\n", name.c_str(), r.width, r.height, r.lines.size(), totalMs / 1000.0);
+        cpuTotals.push_back(cpu);
+        std::fprintf(stderr, "%s %dx%d: %zu lines, %.2f s (cpu %.2f s)\n", name.c_str(), r.width, r.height, r.lines.size(),
+                     totalMs / 1000.0, cpu);
     }
     std::fprintf(stderr, "images %zu  median %.3f s  p90 %.3f s  max %.3f s\n", totals.size(), percentile(totals, 0.5),
                  percentile(totals, 0.9), percentile(totals, 1.0));
+    std::fprintf(stderr, "cpu seconds / %d threads: median %.3f  p90 %.3f  max %.3f\n", threads,
+                 percentile(cpuTotals, 0.5) / threads, percentile(cpuTotals, 0.9) / threads, percentile(cpuTotals, 1.0) / threads);
     for (const auto& [stage, ms] : stageSums)
         std::fprintf(stderr, "  %-12s mean %8.1f ms\n", stage.c_str(), ms / static_cast<double>(std::max<size_t>(1, totals.size())));
     return 0;

@@ -36,15 +36,29 @@ const Ids kDocumentIds = {12161, 19177, 12858, 409,  49827, 16317, 1940,  474,  
                           474,   13110, 11971, 4088,  270,  19177, 409,   4605,  474,   36078, 11971,
                           2598,  270,   3802,  6169,  10264, 2297, 1170,  4134,  292};
 
+std::string join(const Ids& ids)
+{
+    std::string s;
+    for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+    return s;
+}
+
+void checkEncodes(const Tokenizer& tok, const std::string& text, const Ids& want, int line)
+{
+    const Ids got = tok.encode(text);
+    if (got != want)
+        lector::test::fail(__FILE__, line, "'" + text + "'\n      ours: " + join(got) + "\n      spec: " + join(want));
+}
+
 }  // namespace
 
 LECTOR_TEST(encodesSpecTestVectors)
 {
     const auto& tok = hunyuan();
     LECTOR_CHECK_EQ(kDocumentIds.size(), size_t(42));
-    LECTOR_CHECK(tok.encode("Hello, world!") == (Ids{16883, 11, 2385, 0}));
-    LECTOR_CHECK(tok.encode(kSpotting) == kSpottingIds);
-    LECTOR_CHECK(tok.encode(kDocument) == kDocumentIds);
+    checkEncodes(tok, "Hello, world!", Ids{16883, 11, 2385, 0}, __LINE__);
+    checkEncodes(tok, kSpotting, kSpottingIds, __LINE__);
+    checkEncodes(tok, kDocument, kDocumentIds, __LINE__);
     LECTOR_CHECK_EQ(tok.decode(kSpottingIds, true), std::string(kSpotting));
     LECTOR_CHECK_EQ(tok.decode(kDocumentIds, true), std::string(kDocument));
 }
@@ -76,8 +90,8 @@ LECTOR_TEST(encodesTheChatLayoutWithSpecialTokensInline)
     Ids expect = {120000, 120021, 120118, 120120, 120119};
     expect.insert(expect.end(), kSpottingIds.begin(), kSpottingIds.end());
     expect.push_back(120006);
+    checkEncodes(tok, prompt, expect, __LINE__);
     const auto ids = tok.encode(prompt);
-    LECTOR_CHECK(ids == expect);
     LECTOR_CHECK_EQ(tok.decode(ids, true), std::string(kSpotting));
     LECTOR_CHECK_EQ(tok.decode(ids, false), prompt);
 }

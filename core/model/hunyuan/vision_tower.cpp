@@ -4,6 +4,12 @@
 #include <stdexcept>
 #include <string>
 
+// libtorch 2.x has a fused attention (flash / memory-efficient kernels on CUDA); 1.13 does not.
+#if __has_include(<ATen/ops/scaled_dot_product_attention.h>)
+#include <ATen/ops/scaled_dot_product_attention.h>
+#define LECTOR_HAVE_SDPA 1
+#endif
+
 namespace lector::model::hunyuan {
 namespace {
 
@@ -148,6 +154,15 @@ at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const
     const int64_t n = h.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
     // [N, 3C] -> [3, heads, N, d]
     const auto qkv = at::linear(h, b.qkvW, b.qkvB).view({n, 3, heads, d}).permute({1, 2, 0, 3});
+#if defined(LECTOR_HAVE_SDPA)
+    // On GPUs the fused kernel never materialises the [heads, N, N] scores. The CPU keeps the explicit
+    // path below, so the float32 reference is the same code on every libtorch version.
+    if (!h.is_cpu()) {
+        const auto o = at::scaled_dot_product_attention(qkv[0].unsqueeze(0), qkv[1].unsqueeze(0),
+                                                        qkv[2].unsqueeze(0));  // [1, heads, N, d]
+        return at::linear(o.squeeze(0).permute({1, 0, 2}).reshape({n, c}), b.oW, b.oB);
+    }
+#endif
     const auto q = (qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)))).contiguous();  // [heads, N, d]
     const auto kT = qkv[1].contiguous().transpose(1, 2);  // [heads, d, N], a transposed view BLAS takes as is
     const auto v = qkv[2].contiguous();                   // [heads, N, d]

@@ -81,8 +81,6 @@ int64_t normaliseAxis(int64_t axis, int64_t rank, const char* what);
 std::vector<int64_t> toInt64Vector(const at::Tensor& t);
 // ONNX Cast 'to' / TensorProto type -> dtype, mapping FLOAT to the graph float dtype.
 at::ScalarType castTarget(int64_t onnxType, at::ScalarType floatType);
-// Fresh output buffer: `reuse` when defined and of the right size and dtype, else empty_like(like).
-at::Tensor outputLike(at::Tensor reuse, const at::Tensor& like);
 
 // Makers, grouped by file (ops_math.cpp, ops_nn.cpp, ops_shape.cpp).
 Kernel makeBinary(const BuildContext& ctx);

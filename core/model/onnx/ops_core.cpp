@@ -1,6 +1,7 @@
 // Kernel infrastructure: StepContext, the operator table, shared helpers and post-op application.
 #include "core/model/onnx/ops.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace lector::model::onnx {
@@ -60,14 +61,6 @@ at::ScalarType castTarget(int64_t onnxType, at::ScalarType floatType)
 {
     if (onnxType == 1) return floatType;
     return scalarTypeFromOnnx(static_cast<int32_t>(onnxType));
-}
-
-at::Tensor outputLike(at::Tensor reuse, const at::Tensor& like)
-{
-    if (reuse.defined() && reuse.sizes() == like.sizes() && reuse.scalar_type() == like.scalar_type() &&
-        reuse.device() == like.device() && reuse.strides() == like.strides())
-        return reuse;
-    return at::empty_like(like);
 }
 
 // --- post-ops ---

@@ -8,6 +8,8 @@
 // on every call); ATen's own dispatch picks im2col + the system BLAS (Debian's is the reference
 // one) for small inputs. ConvTranspose with kernel == stride (the DB head's upsampling) becomes a
 // 1x1 convolution plus a pixel shuffle: ATen's transposed convolution is ~20x slower on CPU.
+// Tried and dropped: NCHW for tensors of up to 16 / 32 channels and ATen's dispatch (both slower on
+// the cls graph as well).
 #include "core/model/onnx/ops.h"
 
 namespace lector::model::onnx {
@@ -108,11 +110,8 @@ struct Conv2dPlan {
         }
         // Three input channels (the image): NCHW is faster for oneDNN there; everything after is
         // channels-last.
-        static const int64_t clMin = std::getenv("LECTOR_ONNX_CL_MIN") ? std::atoi(std::getenv("LECTOR_ONNX_CL_MIN")) : 4;  // TEMP
-        static const bool aten = std::getenv("LECTOR_ONNX_ATEN") != nullptr;  // TEMP
-        if (x.size(1) > clMin && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-        if (x.size(1) <= clMin && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous()) x = x.contiguous();
-        if (cpuFast && !aten) return at::mkldnn_convolution(x, weight, bias, padding, g.stride, g.dilation, g.groups);
+        if (x.size(1) > 4 && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        if (cpuFast) return at::mkldnn_convolution(x, weight, bias, padding, g.stride, g.dilation, g.groups);
         if (x.is_cuda() && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         return at::convolution(x, weight, bias, g.stride, padding, g.dilation, false, {0, 0}, g.groups);
     }
@@ -230,8 +229,10 @@ Kernel makeGlobalAveragePool(const BuildContext&)
     return [](StepContext& sc) {
         const at::Tensor& x = sc.in(0);
         if (x.dim() < 3) throw std::runtime_error("expects at least 3 dims");
-        static const bool pool = std::getenv("LECTOR_ONNX_GAP") != nullptr;  // TEMP
-        if (pool && x.dim() == 4) { sc.setOutput(0, at::adaptive_avg_pool2d(x, {1, 1})); return; }
+        if (x.dim() == 4) {  // has a channels-last kernel; mean() over (2, 3) is slower there
+            sc.setOutput(0, at::adaptive_avg_pool2d(x, {1, 1}));
+            return;
+        }
         std::vector<int64_t> dims;
         for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
         sc.setOutput(0, x.mean(dims, true));
