@@ -3,6 +3,7 @@
 // prints the same figures as JSON for scripts under bench/.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "app/cli/engine_options.h"
 #include "app/cli/folder_scan.h"
 #include "core/common/paths.h"
+#include "core/doc/export_json.h"
 #include "core/image/decode.h"
 
 namespace lector::cli {
@@ -63,6 +65,7 @@ int runBench(const std::vector<std::string>& argv)
     specs.push_back({"repeat", "N", "measured passes (default 1)"});
     specs.push_back({"no-throughput", "", "skip the all-at-once throughput run"});
     specs.push_back({"json", "", "print JSON instead of a table"});
+    specs.push_back({"results", "FILE", "also write the last measured pass's results as JSON Lines (for scoring)"});
     specs.push_back({"help", "", "show this help"});
     Args args(specs);
     if (auto err = args.parse(argv)) {
@@ -109,12 +112,15 @@ int runBench(const std::vector<std::string>& argv)
     std::vector<std::string> stageOrder;
     std::map<std::string, std::vector<double>> stages;
     int failures = 0;
+    std::vector<doc::OcrResult> lastPass;  // for --results: accuracy of exactly the runs timed here
     for (int pass = 0; pass < warmup + repeat; ++pass) {
+        lastPass.clear();
         for (const auto& [name, img] : images) {
             engine::Request req = tmpl;
             req.imageName = name;
             req.image = img;
             auto r = recognizeOne(**engine, std::move(req));
+            lastPass.push_back(r);
             if (r.failed()) {
                 ++failures;
                 std::fprintf(stderr, "lector-cli bench: %s\n", r.error->message.c_str());
@@ -150,6 +156,14 @@ int runBench(const std::vector<std::string>& argv)
         throughput = futures.size() / std::max(s, 1e-9);
     }
     (*engine)->shutdown();
+
+    if (args.has("results")) {
+        const std::string path = args.value("results");
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        for (const auto& r : lastPass) out << doc::toJsonLine(r) << "\n";
+        out.flush();
+        if (!out) return std::fprintf(stderr, "lector-cli bench: %s: cannot write the results\n", path.c_str()), 1;
+    }
 
     if (args.has("json")) {
         nlohmann::json j;

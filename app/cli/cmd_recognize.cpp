@@ -71,8 +71,7 @@ int runRecognize(const std::vector<std::string>& argv)
         }
     }
     if (format == "json") {
-        if (results.size() == 1) std::cout << doc::toJson(results[0]).dump(2) << "\n";
-        else std::cout << doc::toJsonArray(results).dump(2) << "\n";
+        std::cout << doc::toJsonText(results);
     } else if (format == "jsonl") {
         for (const auto& r : results) std::cout << doc::toJson(r).dump() << "\n";
     } else if (format == "csv") {

@@ -1,5 +1,6 @@
 #include "core/doc/export_json.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/doc/text_util.h"
@@ -176,10 +177,80 @@ Json toJsonArray(const std::vector<OcrResult>& results)
 
 std::string toJsonLine(const OcrResult& result) { return toJson(result).dump(); }
 
+namespace {
+
+// Pretty printing for people: nlohmann's dump(2) puts every coordinate on its own line, so one result
+// becomes hundreds of lines. Here arrays of numbers (box, polygon) stay on one line, each entry of
+// "lines" is one line, and small flat objects (timing_ms, tokens, error) are one line; the rest is
+// indented as usual. The text parses to exactly the same JSON as dump().
+bool isScalar(const Json& j) { return !j.is_structured(); }
+bool isScalarArray(const Json& j)
+{
+    return j.is_array() && std::all_of(j.begin(), j.end(), [](const Json& e) { return isScalar(e); });
+}
+bool isInlineValue(const Json& j)
+{
+    if (isScalar(j) || isScalarArray(j)) return true;
+    return j.is_array() && std::all_of(j.begin(), j.end(), [](const Json& e) { return isScalarArray(e); });
+}
+bool isInlineObject(const Json& j, bool inArray)
+{
+    if (!j.is_object()) return false;
+    size_t length = 0;
+    for (const auto& [k, v] : j.items()) {
+        if (!(inArray ? isInlineValue(v) : isScalar(v))) return false;
+        length += k.size() + (isScalar(v) ? v.dump().size() : 0) + 4;
+    }
+    return inArray || length <= 100;
+}
+
+void writeInline(const Json& j, std::string& out)
+{
+    if (j.is_object()) {
+        out += '{';
+        bool first = true;
+        for (const auto& [k, v] : j.items()) {
+            out += first ? "" : ", ";
+            first = false;
+            out += Json(k).dump() + ": ";
+            writeInline(v, out);
+        }
+        out += '}';
+    } else if (j.is_array()) {
+        out += '[';
+        for (size_t i = 0; i < j.size(); ++i) {
+            if (i) out += ", ";
+            writeInline(j[i], out);
+        }
+        out += ']';
+    } else {
+        out += j.dump();
+    }
+}
+
+void writePretty(const Json& j, int indent, int level, bool inArray, std::string& out)
+{
+    const bool empty = j.is_structured() && j.empty();
+    if (empty || isInlineValue(j) || isInlineObject(j, inArray)) return writeInline(j, out);
+    const std::string pad(size_t(indent) * (level + 1), ' '), closePad(size_t(indent) * level, ' ');
+    out += j.is_object() ? "{\n" : "[\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+        out += pad;
+        if (j.is_object()) out += Json(it.key()).dump() + ": ";
+        writePretty(*it, indent, level + 1, j.is_array(), out);
+        out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += closePad + (j.is_object() ? "}" : "]");
+}
+
+}  // namespace
+
 std::string toJsonText(const std::vector<OcrResult>& results, int indent)
 {
-    if (results.size() == 1) return toJson(results[0]).dump(indent) + "\n";
-    return toJsonArray(results).dump(indent) + "\n";
+    std::string out;
+    writePretty(results.size() == 1 ? toJson(results[0]) : toJsonArray(results), std::max(indent, 0), 0, false, out);
+    return out + "\n";
 }
 
 Result<OcrResult> fromJson(const Json& j, std::string_view source)

@@ -169,6 +169,25 @@ LECTOR_TEST(readsJsonObjectArrayAndJsonLines)
     LECTOR_CHECK(bad.error().message.find("x.jsonl:2") != std::string::npos);
 }
 
+LECTOR_TEST(prettyJsonKeepsCoordinatesAndEachLineTogether)
+{
+    const auto r = ppocrResult();
+    const std::string text = toJsonText({r});
+    // Same JSON as the compact form, key order included.
+    LECTOR_CHECK_EQ(Json::parse(text).dump(), toJson(r).dump());
+    // One text line per OCR line, coordinates inline, as the schema's example shows them.
+    LECTOR_CHECK(text.find("\"box\": [") != std::string::npos);
+    LECTOR_CHECK(text.find("[\n      0") == std::string::npos);
+    size_t lineObjects = 0;
+    for (size_t at = 0; (at = text.find("\n    {\"text\": ", at)) != std::string::npos; ++at) ++lineObjects;
+    LECTOR_CHECK_EQ(lineObjects, r.lines.size());
+    LECTOR_CHECK(text.find("\"error\": null") != std::string::npos);
+    LECTOR_CHECK(text.back() == '\n');
+    // Several results: an array of objects, still the same JSON.
+    const std::string two = toJsonText({r, hunyuanFieldsResult()});
+    LECTOR_CHECK_EQ(Json::parse(two).dump(), toJsonArray({r, hunyuanFieldsResult()}).dump());
+}
+
 // --- CSV ---
 
 LECTOR_TEST(csvFieldQuotingFollowsRfc4180)
