@@ -19,6 +19,7 @@ struct Shared {
     std::size_t nextToDecode = 0;       // next item index a worker takes
     std::size_t inFlight = 0;           // decoded or being decoded, not yet delivered
     std::map<std::size_t, doc::OcrResult> done;  // finished, waiting for their turn
+    std::map<std::size_t, engine::RequestId> submitted;  // in the engine, not yet finished
     bool stopping = false;
 };
 
@@ -33,6 +34,7 @@ std::size_t BatchRunner::run(const std::vector<BatchItem>& items, const Sink& si
     auto complete = [&sh](std::size_t idx, doc::OcrResult r) {
         {
             std::lock_guard lock(sh.mutex);
+            sh.submitted.erase(idx);
             sh.done.emplace(idx, std::move(r));
         }
         sh.cv.notify_all();
@@ -65,20 +67,36 @@ std::size_t BatchRunner::run(const std::vector<BatchItem>& items, const Sink& si
             engine::Callbacks cb;
             cb.onFinished = [complete, idx](engine::RequestId, doc::OcrResult r) { complete(idx, std::move(r)); };
             auto id = m_engine.submit(std::move(req), std::move(cb));
-            if (!id.ok()) complete(idx, doc::makeErrorResult(item.name, id.error()));
+            if (!id.ok()) {
+                complete(idx, doc::makeErrorResult(item.name, id.error()));
+                continue;
+            }
+            bool cancelNow = false;
+            {
+                std::lock_guard lock(sh.mutex);
+                if (!sh.done.count(idx)) sh.submitted.emplace(idx, *id);
+                cancelNow = sh.stopping;  // the stop came while this image was being decoded
+            }
+            if (cancelNow) m_engine.cancel(*id);
         }
     };
 
     std::vector<std::thread> workers;
     for (int i = 0; i < std::max(1, m_options.decodeThreads); ++i) workers.emplace_back(worker);
 
-    std::size_t delivered = 0;
+    std::size_t delivered = 0, written = 0;
     {
         std::unique_lock lock(sh.mutex);
         while (delivered < items.size()) {
             if (stopRequested() && !sh.stopping) {
-                sh.stopping = true;  // no new decodes; what is in flight still finishes
+                // No new decodes; images still queued in the engine are cancelled (a later --resume
+                // does them), the ones in the running step finish and are written.
+                sh.stopping = true;
                 sh.cv.notify_all();
+                const auto queued = sh.submitted;
+                lock.unlock();
+                for (const auto& [idx, id] : queued) m_engine.cancel(id);
+                lock.lock();
             }
             const bool noMore = sh.stopping && delivered >= sh.nextToDecode;
             if (noMore) break;
@@ -88,7 +106,12 @@ std::size_t BatchRunner::run(const std::vector<BatchItem>& items, const Sink& si
                 --sh.inFlight;
                 lock.unlock();
                 sh.cv.notify_all();
-                sink(delivered, std::move(node.mapped()));
+                const doc::OcrResult& r = node.mapped();
+                const bool cancelledByStop = sh.stopping && r.error && r.error->code == "cancelled";
+                if (!cancelledByStop) {
+                    sink(delivered, std::move(node.mapped()));
+                    ++written;
+                }
                 lock.lock();
                 ++delivered;
             }
@@ -97,7 +120,7 @@ std::size_t BatchRunner::run(const std::vector<BatchItem>& items, const Sink& si
     }
     sh.cv.notify_all();
     for (auto& w : workers) w.join();
-    return delivered;
+    return written;
 }
 
 }  // namespace lector::cli

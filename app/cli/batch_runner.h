@@ -1,8 +1,9 @@
 // BatchRunner: feeds a list of image files through the engine with a bounded number in flight, so
 // memory stays flat over thousands of images. Files are decoded on a small worker pool while the
 // engine works on earlier ones; results are handed to the sink in input order, on the caller's thread
-// (run() blocks). A stop flag (Ctrl-C) stops new submissions; images already in flight finish and
-// reach the sink, so the output stays valid.
+// (run() blocks). A stop flag (Ctrl-C) stops new submissions and cancels the images still queued in
+// the engine (they never reach the sink, so a resumed run does them); the images of the running step
+// finish and reach the sink, so the output stays valid.
 #pragma once
 
 #include <atomic>
