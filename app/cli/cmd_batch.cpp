@@ -64,7 +64,7 @@ int runBatch(const std::vector<std::string>& argv)
     specs.push_back({"recursive", "", "include sub-folders"});
     specs.push_back({"resume", "", "skip images already in the output file and append the rest"});
     specs.push_back({"overwrite", "", "replace an existing output file"});
-    specs.push_back({"types", "EXTS", "file extensions to include (default jpg,jpeg,png,bmp,webp,tif,tiff)"});
+    specs.push_back({"types", "EXTS", "file extensions to include (default jpg,jpeg,png,bmp,webp,tif,tiff,ppm,pgm)"});
     specs.push_back({"help", "", "show this help"});
     Args args(specs);
     if (auto err = args.parse(argv)) {

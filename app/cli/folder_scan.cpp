@@ -10,7 +10,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& defaultImageExtensions()
 {
-    static const std::vector<std::string> exts = {"jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff"};
+    static const std::vector<std::string> exts = {"jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "ppm", "pgm"};
     return exts;
 }
 

@@ -25,6 +25,7 @@
 #endif
 
 #include "core/image/exif.h"
+#include "core/image/pnm.h"
 
 namespace lector::image {
 namespace {
@@ -171,9 +172,10 @@ Image applyExifOrientation(const Image& image, int orientation)
 Result<Image> decodeImageBytes(std::span<const std::uint8_t> bytes, const std::string& name)
 {
     if (bytes.empty()) return fail("empty_file", name, "file is empty (0 bytes)");
+    if (looksLikePnm(bytes)) return decodePnm(bytes, name, kMaxImagePixels);
     const ImageFormat format = sniffFormat(bytes);
     if (format == ImageFormat::Unknown)
-        return fail("unsupported_format", name, "not a JPEG, PNG, BMP, WebP or TIFF image");
+        return fail("unsupported_format", name, "not a JPEG, PNG, BMP, WebP, TIFF or PPM image");
     if (auto ok = checkHeader(format, bytes, name); !ok) return ok.error();
     const int orientation = readOrientation(format, bytes);
 

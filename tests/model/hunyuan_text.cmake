@@ -8,3 +8,9 @@ add_executable(bench_hunyuan_text ${CMAKE_CURRENT_LIST_DIR}/bench_hunyuan_text.c
 target_link_libraries(bench_hunyuan_text PRIVATE lector_core)
 target_compile_definitions(bench_hunyuan_text PRIVATE LECTOR_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 lector_target_warnings(bench_hunyuan_text)
+
+# Parity + latency driver (not a test): the model path against a golden file of tools/hunyuan_reference.py,
+# on any device and dtype (bench/gpu/run_all.sh runs it on the full-size random model).
+add_executable(bench_hunyuan ${CMAKE_CURRENT_LIST_DIR}/bench_hunyuan.cpp)
+target_link_libraries(bench_hunyuan PRIVATE lector_core)
+lector_target_warnings(bench_hunyuan)

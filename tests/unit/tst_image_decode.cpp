@@ -457,3 +457,36 @@ LECTOR_TEST(decodesFixturePngFromFile)
     LECTOR_CHECK_EQ(r->width, 800);
     LECTOR_CHECK_EQ(r->height, 360);
 }
+
+LECTOR_TEST(decodesBinaryPpmAndPgmExactly)
+{
+    // A 3x2 PPM with a comment in the header, and the same grey values as PGM.
+    std::string ppm = "P6\n# scanner output\n3 2\n255\n";
+    const std::uint8_t px[18] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30, 40, 50, 60, 70, 80, 90};
+    ppm.append(reinterpret_cast<const char*>(px), sizeof px);
+    auto bytes = std::vector<std::uint8_t>(ppm.begin(), ppm.end());
+    auto img = lector::image::decodeImageBytes(bytes, "scan.ppm");
+    LECTOR_CHECK_MSG(img.ok(), img.error().message);
+    LECTOR_CHECK_EQ(img->width, 3);
+    LECTOR_CHECK_EQ(img->height, 2);
+    LECTOR_CHECK(std::equal(img->rgb.begin(), img->rgb.end(), px));
+
+    std::string pgm = "P5 2 1 255\n";
+    pgm += '\x07';
+    pgm += '\xF0';
+    bytes.assign(pgm.begin(), pgm.end());
+    auto grey = lector::image::decodeImageBytes(bytes, "g.pgm");
+    LECTOR_CHECK_MSG(grey.ok(), grey.error().message);
+    LECTOR_CHECK(grey->rgb == std::vector<std::uint8_t>({7, 7, 7, 240, 240, 240}));
+
+    // Truncated pixels, a 16-bit maxval, and a header claiming 30000x30000 are errors naming the file.
+    bytes.assign(ppm.begin(), ppm.end() - 1);
+    auto cut = lector::image::decodeImageBytes(bytes, "cut.ppm");
+    LECTOR_CHECK(!cut.ok() && cut.error().code == "decode_failed" && cut.error().message.find("cut.ppm") == 0);
+    const std::string deep = "P6 1 1 65535\n123456";
+    bytes.assign(deep.begin(), deep.end());
+    LECTOR_CHECK_EQ(lector::image::decodeImageBytes(bytes, "d.ppm").error().code, std::string("decode_failed"));
+    const std::string huge = "P6 30000 30000 255\n";
+    bytes.assign(huge.begin(), huge.end());
+    LECTOR_CHECK_EQ(lector::image::decodeImageBytes(bytes, "h.ppm").error().code, std::string("image_too_large"));
+}
