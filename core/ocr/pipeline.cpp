@@ -153,11 +153,27 @@ void PpOcrPipeline::recognizeBatches(const std::vector<Image>& crops, std::vecto
     for (const auto& c : crops) widths.push_back(scaledLineWidth(c));
     const CtcOptions ctc{m_options.recoverSpaces, m_options.spaceProbThreshold, m_options.cjkGapFactor};
 
+    // On CUDA every new input shape costs cuDNN a new execution plan (milliseconds per convolution, ~50
+    // convolutions): batch widths are rounded up to a multiple of 64 and batch sizes to a power of two
+    // there, so a few dozen shapes serve every page. The CPU keeps exact shapes (padding costs it time).
+    const bool bucketShapes = m_rec.options().device.is_cuda();
     c10::InferenceMode guard;
     for (const RecBatch& batch : planRecBatches(widths, m_options.recMaxBatch, m_options.recMaxBatchPixels)) {
         std::vector<const Image*> images;
         for (int idx : batch.indices) images.push_back(&crops[static_cast<size_t>(idx)]);
-        const at::Tensor probs = m_rec.run({lineBatchInput(images, batch.width)}).at(0);  // [N, T, C] softmax
+        at::Tensor input = lineBatchInput(images, bucketShapes ? (batch.width + 63) / 64 * 64 : batch.width);
+        if (bucketShapes) {
+            int64_t n = 1;
+            while (n < input.size(0)) n *= 2;
+            if (n > input.size(0)) {
+                auto sizes = input.sizes().vec();
+                sizes[0] = n - input.size(0);
+                input = at::cat({input, at::zeros(sizes, input.options())}, 0);
+            }
+        }
+        at::Tensor probs = m_rec.run({input}).at(0);  // [N, T, C] softmax
+        if (probs.dim() == 3 && probs.size(0) > static_cast<int64_t>(images.size()))
+            probs = probs.slice(0, 0, static_cast<int64_t>(images.size()));
         if (probs.dim() != 3 || probs.size(0) != static_cast<int64_t>(images.size()) ||
             probs.size(2) != m_ctc.numClasses())
             throw std::runtime_error("recogniser: output classes do not match the keys file (" +
