@@ -94,12 +94,14 @@ void MainWindow::buildLayout()
     m_stack->addWidget(m_view);
     m_results = new ResultsPanel(this);
 
-    auto* right = new QSplitter(Qt::Vertical, this);
-    right->addWidget(m_presets);
-    right->addWidget(m_results);
-    right->setStretchFactor(0, 0);
-    right->setStretchFactor(1, 1);
-    right->setChildrenCollapsible(false);
+    // A layout, not a splitter: the preset panel grows and shrinks with its contents (a Fields row, a
+    // notice) and always gets its full height; the results take the rest. A splitter kept the first
+    // height and squeezed the combo boxes when the Invoice preset added its Fields row.
+    auto* right = new QWidget(this);
+    auto* rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->addWidget(m_presets, 0);
+    rightLayout->addWidget(m_results, 1);
 
     m_split = new QSplitter(Qt::Horizontal, this);
     m_split->setObjectName(QStringLiteral("mainSplitter"));
