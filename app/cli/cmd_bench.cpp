@@ -64,6 +64,7 @@ int runBench(const std::vector<std::string>& argv)
     specs.push_back({"warmup", "N", "warm-up passes over the images, not measured (default 1)"});
     specs.push_back({"repeat", "N", "measured passes (default 1)"});
     specs.push_back({"no-throughput", "", "skip the all-at-once throughput run"});
+    specs.push_back({"no-latency", "", "skip the one-at-a-time latency passes (throughput run only)"});
     specs.push_back({"json", "", "print JSON instead of a table"});
     specs.push_back({"results", "FILE", "also write the last measured pass's results as JSON Lines (for scoring)"});
     specs.push_back({"help", "", "show this help"});
@@ -113,7 +114,8 @@ int runBench(const std::vector<std::string>& argv)
     std::map<std::string, std::vector<double>> stages;
     int failures = 0;
     std::vector<doc::OcrResult> lastPass;  // for --results: accuracy of exactly the runs timed here
-    for (int pass = 0; pass < warmup + repeat; ++pass) {
+    const int latencyPasses = args.has("no-latency") ? 0 : warmup + repeat;
+    for (int pass = 0; pass < latencyPasses; ++pass) {
         lastPass.clear();
         for (const auto& [name, img] : images) {
             engine::Request req = tmpl;
@@ -134,7 +136,7 @@ int runBench(const std::vector<std::string>& argv)
         }
     }
 
-    double throughput = 0;
+    double throughput = 0, tokensPerSecond = 0;
     if (!args.has("no-throughput")) {
         std::vector<std::future<doc::OcrResult>> futures;
         std::vector<std::shared_ptr<std::promise<doc::OcrResult>>> promises;
@@ -151,9 +153,15 @@ int runBench(const std::vector<std::string>& argv)
                 if (!(*engine)->submit(std::move(req), std::move(cb)).ok()) futures.pop_back();
             }
         }
-        for (auto& f : futures) f.get();
+        std::int64_t generated = 0;
+        for (auto& f : futures) {
+            const doc::OcrResult r = f.get();
+            if (r.tokens) generated += r.tokens->generated;
+            if (r.failed()) ++failures;
+        }
         const double s = std::chrono::duration<double>(engine::Clock::now() - t0).count();
         throughput = futures.size() / std::max(s, 1e-9);
+        tokensPerSecond = generated / std::max(s, 1e-9);
     }
     (*engine)->shutdown();
 
@@ -179,6 +187,7 @@ int runBench(const std::vector<std::string>& argv)
             j["stages_ms"][st] = {{"median", s.median}, {"p90", s.p90}, {"mean", s.mean}, {"max", s.max}};
         }
         j["throughput_img_per_s"] = throughput;
+        if (tokensPerSecond > 0) j["generated_tokens_per_s"] = tokensPerSecond;
         std::cout << j.dump(2) << "\n";
     } else {
         std::printf("lector-cli bench: %s on %s (%s), %d threads, %zu images x %d passes (+%d warm-up)\n\n",
@@ -189,6 +198,7 @@ int runBench(const std::vector<std::string>& argv)
             std::printf("%-16s %10.1f %10.1f %10.1f %10.1f\n", st.c_str(), s.median, s.p90, s.mean, s.max);
         }
         if (throughput > 0) std::printf("\nthroughput (all submitted at once): %.2f images/s\n", throughput);
+        if (tokensPerSecond > 0) std::printf("generated tokens: %.0f tokens/s\n", tokensPerSecond);
         if (failures) std::printf("\n%d requests failed\n", failures);
     }
     return failures ? 1 : 0;

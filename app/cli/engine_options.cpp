@@ -22,6 +22,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"top-k", "K", "top-k sampling (default off)"},
         {"top-p", "P", "nucleus sampling (default off)"},
         {"repetition-penalty", "R", "repetition penalty (default 1.03, 1 = off)"},
+        {"ignore-eos", "", "benchmarks: generate exactly --max-new-tokens (stop ids do not end)"},
     };
 }
 
@@ -70,6 +71,7 @@ std::optional<std::string> requestTemplateFromArgs(const Args& args, engine::Req
     if (auto e = floatValue(args, "temperature", s.temperature, 0.0f, 100.0f)) return e;
     if (auto e = floatValue(args, "top-p", s.topP, 0.0f, 1.0f)) return e;
     if (auto e = floatValue(args, "repetition-penalty", s.repetitionPenalty, 0.01f, 100.0f)) return e;
+    s.ignoreEos = args.has("ignore-eos");
     return std::nullopt;
 }
 

@@ -89,6 +89,11 @@ struct EngineConfig {
     int maxImagesPerStep = 8;              // PP-OCR: images whose line crops are recognised together
     int maxQueued = 0;                     // 0 = unbounded; else submit() fails with "queue_full"
     double gpuMemoryUtilization = 0.90;    // fraction of free device memory for weights + KV cache
+    // HunyuanOCR continuous batching (core/engine/scheduler.h): KV cache size in tokens (0 = the
+    // default: 16384 on the CPU, 131072 on CUDA), tokens per forward step, images per vision step.
+    int kvCacheTokens = 0;
+    int maxTokensPerStep = 2048;
+    int maxVisionImagesPerStep = 8;
 };
 
 struct EngineInfo {

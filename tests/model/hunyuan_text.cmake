@@ -14,3 +14,6 @@ lector_target_warnings(bench_hunyuan_text)
 add_executable(bench_hunyuan ${CMAKE_CURRENT_LIST_DIR}/bench_hunyuan.cpp)
 target_link_libraries(bench_hunyuan PRIVATE lector_core)
 lector_target_warnings(bench_hunyuan)
+
+# Continuous batching (scheduler + paged KV + batched backend) against the single-sequence reference.
+lector_add_test(NAME tst_hunyuan_engine SOURCES ${CMAKE_CURRENT_LIST_DIR}/tst_hunyuan_engine.cpp LABELS model)

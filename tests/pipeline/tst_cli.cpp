@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/tiny_hunyuan.h"
+
 #ifndef LECTOR_CLI_PATH
 #error "LECTOR_CLI_PATH must name the lector-cli executable"
 #endif
@@ -276,7 +278,9 @@ LECTOR_TEST(ctrlCLeavesAValidFileThatResumes)
     fs::create_directories(src);
     const int n = 16;
     for (int i = 0; i < n; ++i) {
-        const std::string name = "p" + std::to_string(100 + i) + ".png";
+        std::string name = std::to_string(100 + i);  // GCC 12 warns (falsely) on "p" + std::to_string()
+        name.insert(0, 1, 'p');
+        name += ".png";
         fs::copy_file(sample(i % 2 ? "receipt_zh" : "doc_en"), src / name);
     }
     const fs::path outFile = src.parent_path() / "r.jsonl";
@@ -309,48 +313,9 @@ LECTOR_TEST(benchPrintsAStageTable)
         LECTOR_CHECK_MSG(r.out.find(stage) != std::string::npos, r.out);
 }
 
-namespace {
-
-// A HunyuanOCR folder from the tiny random-weight fixture model plus a tokenizer.json made here (the
-// fixture has none): the spotting prompt is 13 added tokens carrying exactly the ids of the real
-// tokenizer (hunyuanocr-spec.md §7, the golden input_ids), and every other id decodes to "t<id>", so
-// the generated ids can be read back from the output text.
-fs::path tinyHunyuanFolder()
-{
-    const fs::path src = lector::test::fixture("fixtures/hunyuan/tiny_model");
-    const fs::path dir = lector::test::tempDir() / "hunyuan-tiny";
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir / e.path().filename());
-    const std::vector<std::pair<std::string, int>> pieces = {
-        {"检测", 5055}, {"并", 951},   {"识别", 9977}, {"图片", 12858}, {"中的", 1843},   {"文字", 9738}, {"，", 270},
-        {"将", 934},    {"文本", 8433}, {"坐标", 4699}, {"格式化", 68216}, {"输出", 8287}, {"。", 292}};
-    json vocab = json::object();
-    std::set<int> reserved;
-    for (const auto& [text, id] : pieces) reserved.insert(id);
-    for (int id = 0; id < 120000; ++id)
-        if (!reserved.count(id)) vocab["t" + std::to_string(id)] = id;
-    json added = json::array();
-    for (const auto& [text, id] : pieces)
-        added.push_back({{"id", id}, {"content", text}, {"single_word", false}, {"lstrip", false},
-                         {"rstrip", false}, {"normalized", false}, {"special", false}});
-    for (int id = 120000; id < 120818; ++id)
-        added.push_back({{"id", id}, {"content", "<|special_" + std::to_string(id) + "|>"}, {"single_word", false},
-                         {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
-    const json tok = {{"version", "1.0"},
-                      {"added_tokens", added},
-                      {"normalizer", nullptr},
-                      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-                      {"decoder", {{"type", "ByteLevel"}}},
-                      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
-    writeAll(dir / "tokenizer.json", tok.dump());
-    return dir;
-}
-
-}  // namespace
-
 LECTOR_TEST(hunyuanSpottingRunsTheTinyModelEndToEnd)
 {
-    const fs::path dir = tinyHunyuanFolder();
+    const fs::path dir = lector::test::tinyHunyuanFolder();
     const json golden = json::parse(readAll(lector::test::fixture("fixtures/hunyuan/golden_summary.json")));
     const Run r = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) +
                       " --preset spotting --repetition-penalty 1 --max-new-tokens 8 --format jsonl " +

@@ -73,6 +73,53 @@ GenerationConfig defaultGenerationConfig(const HunyuanConfig& config)
     return g;
 }
 
+struct TokenLoop::State {
+    explicit State(const std::vector<int>& promptIds) : history(promptIds) {}
+    DistinctIds history;
+};
+
+TokenLoop::TokenLoop(const GenerationConfig& config, const std::vector<int>& promptIds)
+    : m_config(config), m_sampler(config.sampling), m_guard(config.repeatGuard),
+      m_state(std::make_unique<State>(promptIds))
+{
+    m_result.timings.numPromptTokens = static_cast<int>(promptIds.size());
+}
+
+TokenLoop::~TokenLoop() = default;
+TokenLoop::TokenLoop(TokenLoop&&) noexcept = default;
+TokenLoop& TokenLoop::operator=(TokenLoop&&) noexcept = default;
+
+int TokenLoop::sample(const at::Tensor& logits) { return m_sampler.sample(logits, m_state->history.ids()); }
+
+bool TokenLoop::accept(int id, const TokenCallback& onToken)
+{
+    ++m_result.timings.numNewTokens;
+    const bool stop = !m_config.ignoreEos &&
+                      std::find(m_config.stopIds.begin(), m_config.stopIds.end(), id) != m_config.stopIds.end();
+    if (stop) {
+        m_result.finish = FinishReason::Stop;
+        m_result.stopId = id;
+        return m_done = true;
+    }
+    m_result.ids.push_back(id);
+    m_state->history.add(id);
+    if (onToken && !onToken(id)) {
+        m_result.finish = FinishReason::Cancelled;
+        return m_done = true;
+    }
+    if (const int drop = m_guard.check(m_result.ids); drop > 0) {
+        m_result.ids.resize(m_result.ids.size() - static_cast<size_t>(drop));
+        m_result.trimmedTokens = drop;
+        m_result.finish = FinishReason::Repetition;
+        return m_done = true;
+    }
+    if (static_cast<int>(m_result.ids.size()) >= m_config.maxNewTokens) {
+        m_result.finish = FinishReason::Length;
+        return m_done = true;
+    }
+    return false;
+}
+
 Result<GenerationResult> generate(const TextDecoder& decoder, const PrefillInput& input,
                                   const GenerationConfig& config, KvCache& cache, const TokenCallback& onToken)
 {
@@ -88,60 +135,30 @@ Result<GenerationResult> generate(const TextDecoder& decoder, const PrefillInput
                                           std::to_string(cache.numTokens()) + " tokens");
 
     c10::InferenceMode inference;
-    GenerationResult result;
-    result.timings.numPromptTokens = static_cast<int>(length);
-    if (config.maxNewTokens <= 0) return result;
-
-    Sampler sampler(config.sampling);
-    const RepeatGuard guard(config.repeatGuard);
-    DistinctIds history(input.ids);
-    auto isStop = [&](int id) {
-        return !config.ignoreEos && std::find(config.stopIds.begin(), config.stopIds.end(), id) != config.stopIds.end();
-    };
+    TokenLoop loop(config, input.ids);
+    if (config.maxNewTokens <= 0) return loop.result();
 
     // --- prefill ---
     const auto prefillStart = Clock::now();
     auto embeds = decoder.embed(input.ids, input.imageEmbeds, input.imageTokenId);
     if (!embeds) return embeds.error();
     const at::Tensor hidden = decoder.forward(*embeds, input.positionIds, cache);  // [L, hidden]
-    int next = sampler.sample(decoder.logits(hidden.narrow(0, length - 1, 1))[0], history.ids());
-    result.timings.prefillMs = msSince(prefillStart);
+    int next = loop.sample(decoder.logits(hidden.narrow(0, length - 1, 1))[0]);
+    loop.result().timings.prefillMs = msSince(prefillStart);
 
     // --- decode ---
     const auto decodeStart = Clock::now();
-    for (;;) {
-        ++result.timings.numNewTokens;
-        if (isStop(next)) {
-            result.finish = FinishReason::Stop;
-            result.stopId = next;
-            break;
-        }
-        result.ids.push_back(next);
-        history.add(next);
-        if (onToken && !onToken(next)) {
-            result.finish = FinishReason::Cancelled;
-            break;
-        }
-        if (const int drop = guard.check(result.ids); drop > 0) {
-            result.ids.resize(result.ids.size() - static_cast<size_t>(drop));
-            result.trimmedTokens = drop;
-            result.finish = FinishReason::Repetition;
-            break;
-        }
-        if (static_cast<int>(result.ids.size()) >= config.maxNewTokens) {
-            result.finish = FinishReason::Length;
-            break;
-        }
+    while (!loop.accept(next, onToken)) {
         // A generated id is plain text, even if it is the image placeholder id: no image rows (-1).
         auto stepEmbeds = decoder.embed({next}, at::Tensor(), /*imageTokenId=*/-1);
         if (!stepEmbeds) return stepEmbeds.error();
         const at::Tensor positions = sequentialPositionIds(cache.numTokens(), 1, numAxes);
         const at::Tensor stepHidden = decoder.forward(*stepEmbeds, positions, cache);  // [1, hidden]
-        next = sampler.sample(decoder.logits(stepHidden)[0], history.ids());
-        ++result.timings.numDecodeSteps;
+        next = loop.sample(decoder.logits(stepHidden)[0]);
+        ++loop.result().timings.numDecodeSteps;
     }
-    result.timings.decodeMs = msSince(decodeStart);
-    return result;
+    loop.result().timings.decodeMs = msSince(decodeStart);
+    return loop.result();
 }
 
 Result<GenerationResult> generate(const TextDecoder& decoder, const PrefillInput& input,

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/common/result.h"
@@ -92,6 +93,37 @@ struct PrefillInput {
 // Called with each generated id (not with the stop id that ends generation) right after it is sampled;
 // return false to cancel (the id is kept in the result).
 using TokenCallback = std::function<bool(int id)>;
+
+// The per-token bookkeeping of one sequence, shared by generate() and the engine's batched backend:
+// sampling with the repetition penalty over prompt + generated ids, stop ids, the streaming callback,
+// the repeat guard and max new tokens, in that order, exactly as generate() applies them.
+class TokenLoop {
+public:
+    TokenLoop(const GenerationConfig& config, const std::vector<int>& promptIds);
+    ~TokenLoop();
+    TokenLoop(TokenLoop&&) noexcept;
+    TokenLoop& operator=(TokenLoop&&) noexcept;
+
+    // The next id for logits [vocab] of the sequence's last position.
+    int sample(const at::Tensor& logits);
+    // Applies a sampled id; true when generation has ended (result().finish says why; a stop id is not
+    // kept, a cancel from onToken keeps the id).
+    bool accept(int id, const TokenCallback& onToken = {});
+    bool done() const { return m_done; }
+    // The last id kept (the next decode's input); -1 before the first.
+    int lastId() const { return m_result.ids.empty() ? -1 : m_result.ids.back(); }
+    const GenerationResult& result() const { return m_result; }
+    GenerationResult& result() { return m_result; }
+
+private:
+    struct State;
+    GenerationConfig m_config;
+    Sampler m_sampler;
+    RepeatGuard m_guard;
+    std::unique_ptr<State> m_state;
+    GenerationResult m_result;
+    bool m_done = false;
+};
 
 // Runs prefill and decode on an empty cache. Errors "bad_input": empty prompt, positions not
 // [numAxes, L], placeholder / image-row mismatch (see TextDecoder::embed), a non-empty cache.

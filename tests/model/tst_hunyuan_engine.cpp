@@ -1,0 +1,174 @@
+// HunyuanOCR continuous batching (core/engine/hunyuan_backend + scheduler + paged KV) on the tiny fixture
+// model in float32 on the CPU: many requests submitted at once, with a small per-step token budget
+// (chunked prefill) and a KV pool too small for all of them (preemption by recompute), must each give
+// exactly what the single-sequence reference path (generate(), itself checked against the transformers
+// fixtures in tst_hunyuan_text) gives for that request. Plus cancellation and an oversized prompt.
+#include "tests/support/lector_test.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <map>
+
+#include "core/doc/preset.h"
+#include "core/engine/hunyuan_backend.h"
+#include "core/image/decode.h"
+#include "core/model/hunyuan/generation.h"
+#include "core/model/hunyuan/preprocess.h"
+#include "core/model/hunyuan/prompt.h"
+#include "core/model/hunyuan/vision_tower.h"
+#include "core/model/hunyuan/weights.h"
+#include "core/model/tokenizer.h"
+#include "tests/support/tiny_hunyuan.h"
+
+using namespace lector;
+using namespace lector::engine;
+namespace hy = lector::model::hunyuan;
+
+namespace {
+
+template <class T>
+T must(Result<T> r)
+{
+    if (!r.ok()) test::fail(__FILE__, __LINE__, r.error().message);
+    return std::move(r).value();
+}
+
+const std::filesystem::path& modelDir()
+{
+    static const std::filesystem::path dir = test::tinyHunyuanFolder();
+    return dir;
+}
+
+std::shared_ptr<const Image> fixtureImage(const std::string& name)
+{
+    if (!image::imageDecodingAvailable()) LECTOR_SKIP("no image decoders in this build");
+    return std::make_shared<const Image>(must(image::decodeImageFile(test::fixture("fixtures/hunyuan/" + name + ".png"))));
+}
+
+// The reference: one request alone through generate() on a contiguous KV cache.
+std::vector<int> referenceIds(const Image& img, int maxNewTokens, float penalty)
+{
+    c10::InferenceMode guard;
+    static const hy::HunyuanConfig config = must(hy::loadConfig(modelDir()));
+    static const hy::WeightStore weights = must(hy::WeightStore::open(modelDir()));
+    static const hy::VisionEncoder vision = must(hy::VisionEncoder::load(weights, config));
+    static const hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
+    static const model::Tokenizer tok = must(model::Tokenizer::load(modelDir() / "tokenizer.json"));
+    const auto pre = must(hy::preprocessImage(img, config.preprocess));
+    const auto presets = must(doc::loadPresets(doc::defaultPresetsDir()));
+    const auto ids32 = tok.encode(doc::buildPrompt(*doc::findPreset(presets, "spotting"), {}));
+    const hy::ImageGrid grid{pre.gridH, pre.gridW};
+    const int merge = config.vision.spatialMergeSize;
+    hy::PrefillInput in;
+    in.ids = hy::buildInputIds(config.tokens, std::vector<int>(ids32.begin(), ids32.end()), {hy::imageTokenCount(grid, merge)});
+    in.positionIds = must(hy::buildPositionIds(in.ids, config.tokens, {grid}, merge));
+    in.imageEmbeds = vision.encode(pre);
+    in.imageTokenId = config.tokens.image;
+    hy::GenerationConfig g;
+    g.sampling.repetitionPenalty = penalty;
+    g.maxNewTokens = maxNewTokens;
+    g.stopIds = config.tokens.stop;
+    return must(hy::generate(decoder, in, g)).ids;
+}
+
+std::string idsText(const std::vector<int>& ids)
+{
+    std::string s;
+    for (int id : ids) s += "t" + std::to_string(id);
+    return s;
+}
+
+struct Collected {
+    std::map<RequestId, doc::OcrResult> results;
+};
+
+RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNewTokens, float penalty, Collected& out)
+{
+    Request req;
+    req.imageName = "img" + std::to_string(id);
+    req.image = std::move(img);
+    req.preset = "spotting";
+    req.sampling.maxNewTokens = maxNewTokens;
+    req.sampling.repetitionPenalty = penalty;
+    Callbacks cb;
+    cb.onFinished = [&out](RequestId rid, doc::OcrResult r) { out.results[rid] = std::move(r); };
+    return std::make_shared<RequestState>(id, std::move(req), std::move(cb), [] {});
+}
+
+std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep)
+{
+    EngineConfig config;
+    config.model = "hunyuan-ocr";
+    config.modelDir = modelDir();
+    config.kvCacheTokens = kvTokens;
+    config.maxTokensPerStep = tokensPerStep;
+    config.maxVisionImagesPerStep = 2;
+    auto backend = must(HunyuanBackend::create(config));
+    return std::unique_ptr<HunyuanBackend>(static_cast<HunyuanBackend*>(backend.release()));
+}
+
+}  // namespace
+
+LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
+{
+    const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
+    // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
+    auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160);
+    Collected out;
+    struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
+    const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
+                                     {doc, 60, 1.03f},     {receipt, 33, 1.03f}, {doc, 5, 1.0f}};
+    for (size_t i = 0; i < cases.size(); ++i)
+        backend->add(makeRequest(i + 1, cases[i].img, cases[i].maxNew, cases[i].penalty, out));
+    int steps = 0;
+    while (backend->hasWork() && steps < 5000) {
+        backend->step();
+        ++steps;
+    }
+    LECTOR_CHECK(!backend->hasWork());
+    LECTOR_CHECK_MSG(backend->numPreemptions() > 0, "the pool was meant to force a preemption");
+    LECTOR_CHECK_EQ(backend->kvBlocksInUse(), 0);
+    LECTOR_CHECK_EQ(out.results.size(), cases.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const doc::OcrResult& r = out.results[i + 1];
+        LECTOR_CHECK_MSG(!r.failed(), r.error->message);
+        const auto want = referenceIds(*cases[i].img, cases[i].maxNew, cases[i].penalty);
+        LECTOR_CHECK_MSG(r.raw.value_or("") == idsText(want), "request " << i + 1 << "\n      engine: " << r.raw.value_or("")
+                                                              << "\n      reference: " << idsText(want));
+        LECTOR_CHECK(r.tokens.has_value() && r.tokens->generated == static_cast<int>(want.size()));
+        LECTOR_CHECK(r.timing("vision") > 0 && r.timing("prefill") > 0);
+    }
+}
+
+LECTOR_TEST(cancellingFreesBlocksAtOnce)
+{
+    const auto receipt = fixtureImage("receipt_zh");
+    auto backend = makeBackend(4096, 2048);
+    Collected out;
+    backend->add(makeRequest(1, receipt, 200, 1.03f, out));
+    backend->add(makeRequest(2, receipt, 200, 1.03f, out));
+    for (int i = 0; i < 4; ++i) backend->step();  // vision, prefill, a few decodes
+    const int before = backend->kvBlocksInUse();
+    LECTOR_CHECK(before > 0);
+    backend->cancel(1);
+    LECTOR_CHECK(backend->kvBlocksInUse() < before);
+    LECTOR_CHECK(out.results.count(1) == 1 && out.results[1].failed() && out.results[1].error->code == "cancelled");
+    backend->cancelAll();
+    LECTOR_CHECK_EQ(backend->kvBlocksInUse(), 0);
+    LECTOR_CHECK(!backend->hasWork());
+    LECTOR_CHECK(out.results.count(2) == 1 && out.results[2].error->code == "cancelled");
+}
+
+LECTOR_TEST(promptLargerThanThePoolIsAClearError)
+{
+    const auto receipt = fixtureImage("receipt_zh");
+    auto backend = makeBackend(/*kvTokens=*/256, 2048);  // the prompt alone is 335 tokens
+    Collected out;
+    backend->add(makeRequest(7, receipt, 10, 1.03f, out));
+    LECTOR_CHECK(out.results.count(7) == 1);
+    const auto& r = out.results[7];
+    LECTOR_CHECK(r.failed());
+    LECTOR_CHECK_EQ(r.error->code, std::string("prompt_too_long"));
+    LECTOR_CHECK_MSG(r.error->message.find("335") != std::string::npos, r.error->message);
+    LECTOR_CHECK(!backend->hasWork());
+}
