@@ -23,7 +23,7 @@ for k in range(4):
 page.save("/tmp/page_1024.png"); os.makedirs("/tmp/pages", exist_ok=True)
 for i in range(n): page.save("/tmp/pages/p%03d.ppm" % i)
 PY
-  timeout 200 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png --no-golden \
+  timeout 120 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png --no-golden \
     > "$W/reference.log" 2>&1
   python3 - <<'PY'
 import json
@@ -47,5 +47,5 @@ timeout 150 ninja -C "$B" -j"$(nproc)" lector-cli > "$W/build.log" 2>&1; echo "b
 wait $MODEL; tail -2 "$W/model.log"
 CLI=$B/app/cli/lector-cli
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
-timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 3 --no-throughput 2>&1 | tee "$W/latency.txt"
-timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 2>&1 | tee "$W/throughput.txt"
+timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 2 --no-throughput 2>&1 | tee "$W/latency.txt"
+timeout 100 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 2>&1 | tee "$W/throughput.txt"
