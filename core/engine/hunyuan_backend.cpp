@@ -259,7 +259,7 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
         s.offset = offset;
         s.numNew = c.length;
         s.past = c.start;
-        s.contextSlots = at::tensor(seq.slots, at::TensorOptions().dtype(at::kLong)).to(device);
+        s.slots = seq.slots;
         stepSeqs.push_back(std::move(s));
         offset += c.length;
         if (c.isDecode || c.completesPrefill) {

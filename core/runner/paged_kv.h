@@ -3,8 +3,10 @@
 // slots belong to which sequence is the scheduler's business (core/kv block tables). StepKvCache serves
 // one flattened forward over several sequences' chunks (prefill chunks and decode tokens together): it
 // writes each new token's K/V into its slot and computes each sequence's causal attention over its own
-// slots (cached + new). The attention is the same float32-softmax formula as ContiguousKvCache, so the
-// batched engine reproduces the single-sequence reference path.
+// slots (cached + new). On the CPU the attention is the same float32-softmax formula as ContiguousKvCache,
+// so the batched engine reproduces the single-sequence reference path; on CUDA (a LECTOR_CUDA build) the
+// K/V write and the attention are gpu/'s paged kernels (decode kernel when every sequence brings one
+// token, else the prefill kernel over chunks and decodes together), which read the storage in place.
 // Threads: engine thread only.
 #pragma once
 
@@ -23,23 +25,25 @@ public:
 
     int numLayers() const { return static_cast<int>(m_keys.size()); }
     int numSlots() const { return m_numSlots; }
+    int blockSize() const { return m_blockSize; }
     at::Tensor& keys(int layer) { return m_keys[static_cast<size_t>(layer)]; }
     at::Tensor& values(int layer) { return m_values[static_cast<size_t>(layer)]; }
 
 private:
     int m_numSlots;
+    int m_blockSize;
     std::vector<at::Tensor> m_keys;    // per layer [numSlots, numKvHeads, headDim]
     std::vector<at::Tensor> m_values;
 };
 
 // One sequence's part of a step: rows [offset, offset + numNew) of the flattened batch are its new tokens,
-// at sequence indices past .. past + numNew - 1; contextSlots [past + numNew] int64 (on the storage's
-// device) are the slots of all its tokens 0 .. past + numNew - 1, the new ones last.
+// at sequence indices past .. past + numNew - 1; slots [past + numNew] are the cache slots of all its
+// tokens 0 .. past + numNew - 1, the new ones last (block b holds slots b * blockSize .. + blockSize - 1).
 struct StepSequence {
     std::int64_t offset = 0;
     std::int64_t numNew = 0;
     std::int64_t past = 0;
-    at::Tensor contextSlots;
+    std::vector<std::int64_t> slots;
 };
 
 class StepKvCache final : public model::hunyuan::KvCache {
@@ -54,9 +58,16 @@ public:
     void clear() override {}
 
 private:
+    at::Tensor attendWithKernels(int layerIdx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale);
+
     PagedKvStorage& m_storage;
     std::vector<StepSequence> m_sequences;
-    at::Tensor m_newSlots;  // [total new tokens] int64: each batch row's slot
+    at::Tensor m_newSlots;                   // [total new tokens] int64: each batch row's slot (storage device)
+    std::vector<at::Tensor> m_contextSlots;  // per sequence [past + numNew] int64 (the libtorch path)
+    // The CUDA kernels' view of the step (gpu/ops.h): block table [numSeqs, maxBlocks] int32, query start
+    // offsets [numSeqs + 1] int32, context lengths [numSeqs] int32.
+    at::Tensor m_blockTable, m_cuSeqlensQ, m_contextLens;
+    std::int64_t m_maxQueryLen = 0, m_maxContextLen = 0;
 };
 
 // Causal GQA attention of n queries at sequence indices past .. past+n-1 over keys/values [past+n, kvHeads, d]:
