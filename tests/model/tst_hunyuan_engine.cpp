@@ -74,7 +74,10 @@ std::vector<int> referenceIds(const Image& img, int maxNewTokens, float penalty)
 std::string idsText(const std::vector<int>& ids)
 {
     std::string s;
-    for (int id : ids) s += "t" + std::to_string(id);
+    for (int id : ids) {
+        s += 't';
+        s += std::to_string(id);
+    }
     return s;
 }
 
