@@ -3,6 +3,7 @@
 // is shared between threads as std::shared_ptr<const Image>.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -1,5 +1,6 @@
 #include "core/image/pnm.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace lector::image {

@@ -3,5 +3,5 @@ lector_add_test(NAME tst_ocr_det_preprocess SOURCES tst_ocr_det_preprocess.cpp L
 lector_add_test(NAME tst_ocr_db_postprocess SOURCES tst_ocr_db_postprocess.cpp LABELS unit)
 lector_add_test(NAME tst_ocr_line_input SOURCES tst_ocr_line_input.cpp LABELS unit)
 lector_add_test(NAME tst_ocr_ctc SOURCES tst_ocr_ctc.cpp LABELS unit)
-lector_add_test(NAME tst_ocr_reading_order SOURCES tst_ocr_reading_order.cpp LABELS unit)
-lector_add_test(NAME tst_ocr_assemble SOURCES tst_ocr_assemble.cpp LABELS unit)
+lector_add_test(NAME tst_ocr_reading_order SOURCES tst_ocr_reading_order.cpp LABELS unit NO_TORCH_PCH)
+lector_add_test(NAME tst_ocr_assemble SOURCES tst_ocr_assemble.cpp LABELS unit NO_TORCH_PCH)

@@ -4,6 +4,7 @@
 #include "tests/support/lector_test.h"
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
