@@ -83,6 +83,9 @@ std::string idsText(const std::vector<int>& ids)
 
 struct Collected {
     std::map<RequestId, doc::OcrResult> results;
+    std::map<RequestId, std::string> streamed;  // concatenated onPartial deltas
+    std::map<RequestId, int> lastSeq;
+    bool seqInOrder = true;
 };
 
 RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNewTokens, float penalty, Collected& out)
@@ -94,8 +97,14 @@ RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNe
     req.preset = "spotting";
     req.sampling.maxNewTokens = maxNewTokens;
     req.sampling.repetitionPenalty = penalty;
+    req.stream = true;
     Callbacks cb;
     cb.onFinished = [&out](RequestId rid, doc::OcrResult r) { out.results[rid] = std::move(r); };
+    cb.onPartial = [&out](RequestId rid, const PartialText& p) {
+        out.streamed[rid] += p.delta;
+        out.seqInOrder = out.seqInOrder && p.seq == out.lastSeq[rid] + 1 && p.textSoFar == out.streamed[rid];
+        out.lastSeq[rid] = p.seq;
+    };
     return std::make_shared<RequestState>(id, std::move(req), std::move(cb), [] {});
 }
 
@@ -133,6 +142,7 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
     LECTOR_CHECK_MSG(backend->numPreemptions() > 0, "the pool was meant to force a preemption");
     LECTOR_CHECK_EQ(backend->kvBlocksInUse(), 0);
     LECTOR_CHECK_EQ(out.results.size(), cases.size());
+    LECTOR_CHECK(out.seqInOrder);
     for (size_t i = 0; i < cases.size(); ++i) {
         const doc::OcrResult& r = out.results[i + 1];
         LECTOR_CHECK_MSG(!r.failed(), r.error->message);
@@ -140,6 +150,8 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
         LECTOR_CHECK_MSG(r.raw.value_or("") == idsText(want), "request " << i + 1 << "\n      engine: " << r.raw.value_or("")
                                                               << "\n      reference: " << idsText(want));
         LECTOR_CHECK(r.tokens.has_value() && r.tokens->generated == static_cast<int>(want.size()));
+        // Streaming: the deltas add up to the final text, in order, while the batch runs.
+        LECTOR_CHECK_EQ(out.streamed[i + 1], idsText(want));
         LECTOR_CHECK(r.timing("vision") > 0 && r.timing("prefill") > 0);
     }
 }
