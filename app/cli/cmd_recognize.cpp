@@ -1,5 +1,8 @@
 // lector-cli recognize FILE... : recognise images and print their results in input order.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <iostream>
 
 #include "app/cli/batch_runner.h"
@@ -54,14 +57,17 @@ int runRecognize(const std::vector<std::string>& argv)
 
     std::vector<BatchItem> items;
     for (const auto& f : args.positional()) items.push_back({f, f});
-    std::vector<doc::OcrResult> results(items.size());
+    std::vector<doc::OcrResult> results;
     options.maxInFlight = 2 * config.maxImagesPerStep;
     BatchRunner runner(**engine, options);
     const auto& interrupted = installInterruptHandler();
-    const std::size_t done = runner.run(
-        items, [&](std::size_t i, doc::OcrResult r) { results[i] = std::move(r); }, &interrupted);
-    results.resize(done);
+    // Interrupted runs skip the images cancelled in the queue: keep the delivered ones, in input order.
+    std::vector<std::optional<doc::OcrResult>> delivered(items.size());
+    runner.run(items, [&](std::size_t i, doc::OcrResult r) { delivered[i] = std::move(r); }, &interrupted);
     (*engine)->shutdown();
+    results.clear();
+    for (auto& r : delivered)
+        if (r) results.push_back(std::move(*r));
 
     bool anyFailed = false;
     for (const auto& r : results) {
@@ -84,6 +90,10 @@ int runRecognize(const std::vector<std::string>& argv)
         }
     }
     std::cout.flush();
+    if (!std::cout) {  // e.g. a full disk behind a redirect: never report success for lost output
+        std::fprintf(stderr, "lector-cli: writing the results to standard output failed: %s\n", std::strerror(errno));
+        return 1;
+    }
     if (interrupted.load()) return 130;
     return anyFailed ? 1 : 0;
 }

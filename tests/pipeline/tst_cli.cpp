@@ -186,6 +186,16 @@ LECTOR_TEST(badInputsBecomeErrorObjectsInOrderAndExitOne)
     LECTOR_CHECK(r.err.find("truncated.jpg") != std::string::npos);
 }
 
+LECTOR_TEST(outputToAFullDiskIsAnErrorNotSuccess)
+{
+    requireModels();
+    if (!fs::exists("/dev/full")) LECTOR_SKIP("no /dev/full");
+    const std::string cmd = "OMP_NUM_THREADS=2 " + quote(LECTOR_CLI_PATH) + " recognize " + quote(sample("doc_en").string()) +
+                            " > /dev/full 2> " + quote((lector::test::tempDir() / "err").string());
+    const int status = std::system(cmd.c_str());
+    LECTOR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
 LECTOR_TEST(usageErrorsExitTwo)
 {
     LECTOR_CHECK_EQ(cli("--bogus").rc, 2);
