@@ -106,7 +106,7 @@ struct HunyuanBackend::Sequence {
     std::optional<model::StreamingDecoder> stream;
     PartialText partial;
     std::vector<std::int64_t> slots;             // KV slot of every token with cached K/V, in order
-    double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0;
+    double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     bool firstTokenSampled = false;
     Clock::time_point prefillStart{};
     bool prefillStarted = false;
@@ -298,6 +298,7 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
         if (!seq.firstTokenSampled) {
             seq.firstTokenSampled = true;
             seq.prefillMs = msSince(seq.prefillStart);
+            seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
         } else {
             seq.decodeMs += stepMs;
             ++seq.loop->result().timings.numDecodeSteps;
@@ -335,6 +336,9 @@ void HunyuanBackend::finishSequence(SeqId id)
     result.setTiming("vision", seq->visionMs);
     result.setTiming("prefill", seq->prefillMs);
     result.setTiming("decode", seq->decodeMs);
+    // Serving metrics (issue 4): time to first token and time per output token after the first.
+    if (seq->firstTokenSampled) result.setTiming("first_token", seq->firstTokenMs);
+    if (gen.timings.numDecodeSteps > 0) result.setTiming("per_token", seq->decodeMs / gen.timings.numDecodeSteps);
     result.tokens = doc::TokenCounts{gen.timings.numPromptTokens, gen.timings.numNewTokens};
     const auto t0 = Clock::now();
     const std::vector<int32_t> ids(gen.ids.begin(), gen.ids.end());

@@ -153,6 +153,11 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
         // Streaming: the deltas add up to the final text, in order, while the batch runs.
         LECTOR_CHECK_EQ(out.streamed[i + 1], idsText(want));
         LECTOR_CHECK(r.timing("vision") > 0 && r.timing("prefill") > 0);
+        // Time to first token comes after vision + prefill; per-token time times the decode steps is the
+        // decode time (every token after the first is one decode step).
+        LECTOR_CHECK(r.timing("first_token") >= r.timing("prefill"));
+        if (want.size() > 1)
+            LECTOR_CHECK_NEAR(r.timing("per_token") * double(r.tokens->generated - 1), r.timing("decode"), 0.2 + 0.01 * r.timing("decode"));
     }
 }
 
