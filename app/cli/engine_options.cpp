@@ -23,6 +23,8 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"top-p", "P", "nucleus sampling (default off)"},
         {"repetition-penalty", "R", "repetition penalty (default 1.03, 1 = off)"},
         {"ignore-eos", "", "benchmarks: generate exactly --max-new-tokens (stop ids do not end)"},
+        {"kv-cache-tokens", "N", "hunyuan-ocr: KV cache size in tokens (default 16384 on cpu, 131072 on cuda)"},
+        {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 2048)"},
     };
 }
 
@@ -55,6 +57,8 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (auto e = args.intValue("threads", 0, 0, 1024, config.threads)) return e;
     if (config.threads == 0) config.threads = cores;
+    if (auto e = args.intValue("kv-cache-tokens", 0, 16, 1 << 26, config.kvCacheTokens)) return e;
+    if (auto e = args.intValue("max-tokens-per-step", 2048, 1, 1 << 20, config.maxTokensPerStep)) return e;
     return std::nullopt;
 }
 

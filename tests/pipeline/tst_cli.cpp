@@ -351,4 +351,12 @@ LECTOR_TEST(hunyuanSpottingRunsTheTinyModelEndToEnd)
         for (const char* stage : {"vision", "prefill", "decode", "total"})
             LECTOR_CHECK_MSG(res.at("timing_ms").contains(stage), res.at("timing_ms").dump());
     }
+    // A KV cache smaller than the prompt (335 tokens): a clear error object for that image, exit 1.
+    const Run small = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) +
+                          " --preset spotting --kv-cache-tokens 256 --format jsonl " +
+                          quote(lector::test::fixture("fixtures/hunyuan/receipt_zh.png").string()));
+    LECTOR_CHECK_EQ(small.rc, 1);
+    const auto failed = jsonLines(small.out);
+    LECTOR_CHECK(failed.size() == 1 && failed[0].at("error").is_object() &&
+                 failed[0]["error"].at("code") == "prompt_too_long");
 }
