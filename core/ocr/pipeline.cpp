@@ -71,6 +71,25 @@ Result<PpOcrPipeline> PpOcrPipeline::load(const std::filesystem::path& modelDir,
                          std::move(ctc).value(), options);
 }
 
+int PpOcrPipeline::shapeBucket() const
+{
+    if (m_options.shapeBucket >= 0) return m_options.shapeBucket;
+    return m_det.options().device.is_cuda() ? 128 : 0;
+}
+
+namespace {
+// Appends zero rows so the batch size is a power of two (the extra rows' outputs are cut off again).
+at::Tensor padBatchToPowerOfTwo(const at::Tensor& input)
+{
+    int64_t n = 1;
+    while (n < input.size(0)) n *= 2;
+    if (n == input.size(0)) return input;
+    auto sizes = input.sizes().vec();
+    sizes[0] = n - input.size(0);
+    return at::cat({input, at::zeros(sizes, input.options())}, 0);
+}
+}  // namespace
+
 Detection PpOcrPipeline::detect(const Image& image) const
 {
     Detection det;
@@ -82,14 +101,27 @@ Detection PpOcrPipeline::detect(const Image& image) const
     const DetInputSize size = detInputSize(image.width, image.height, m_options.detMaxPixels);
     det.inputWidth = size.width;
     det.inputHeight = size.height;
-    const at::Tensor input = normalizeDetInput(resizeForDet(image, size));  // [1, 3, H, W]
+    at::Tensor input = normalizeDetInput(resizeForDet(image, size));  // [1, 3, H, W]
+    if (const int bucket = shapeBucket(); bucket > 0) {
+        // Pad right and bottom with white: no text there, and the map is cut back before post-processing.
+        const int64_t h = input.size(2), w = input.size(3);
+        const int64_t ph = (h + bucket - 1) / bucket * bucket, pw = (w + bucket - 1) / bucket * bucket;
+        if (ph != h || pw != w) {
+            Image white(1, 1);
+            std::fill(white.rgb.begin(), white.rgb.end(), std::uint8_t(255));
+            at::Tensor padded = normalizeDetInput(white).expand({1, 3, ph, pw}).contiguous();
+            padded.narrow(2, 0, h).narrow(3, 0, w).copy_(input);
+            input = padded;
+        }
+    }
     det.preprocessMs = msSince(start);
 
     start = Clock::now();
     at::Tensor prob;  // [1, 1, H, W] probability map
     {
         c10::InferenceMode guard;
-        prob = m_det.run({input}).at(0).to(at::kCPU, at::kFloat).contiguous();
+        prob = m_det.run({input}).at(0);
+        prob = prob.narrow(2, 0, size.height).narrow(3, 0, size.width).to(at::kCPU, at::kFloat).contiguous();
     }
     det.detMs = msSince(start);
 
@@ -133,7 +165,10 @@ void PpOcrPipeline::classify(std::vector<Image>& crops, std::vector<LineText>& o
         const size_t end = std::min(crops.size(), begin + kClsBatch);
         std::vector<const Image*> batch;
         for (size_t i = begin; i < end; ++i) batch.push_back(&crops[i]);
-        const at::Tensor probs = m_cls.run({lineBatchInput(batch, kClsWidth)}).at(0).to(at::kCPU, at::kFloat).contiguous();
+        at::Tensor input = lineBatchInput(batch, kClsWidth);
+        if (shapeBucket() > 0) input = padBatchToPowerOfTwo(input);
+        const at::Tensor probs = m_cls.run({input}).at(0).narrow(0, 0, static_cast<int64_t>(batch.size()))
+                                     .to(at::kCPU, at::kFloat).contiguous();
         if (probs.dim() != 2 || probs.size(0) != static_cast<int64_t>(batch.size()) || probs.size(1) != 2)
             throw std::runtime_error("angle classifier: unexpected output shape " + std::to_string(probs.dim()) + "-d");
         const float* p = probs.data_ptr<float>();  // [N, 2]: upright, turned 180 degrees
@@ -153,24 +188,15 @@ void PpOcrPipeline::recognizeBatches(const std::vector<Image>& crops, std::vecto
     for (const auto& c : crops) widths.push_back(scaledLineWidth(c));
     const CtcOptions ctc{m_options.recoverSpaces, m_options.spaceProbThreshold, m_options.cjkGapFactor};
 
-    // On CUDA every new input shape costs cuDNN a new execution plan (milliseconds per convolution, ~50
-    // convolutions): batch widths are rounded up to a multiple of 64 and batch sizes to a power of two
-    // there, so a few dozen shapes serve every page. The CPU keeps exact shapes (padding costs it time).
-    const bool bucketShapes = m_rec.options().device.is_cuda();
+    // Shape buckets (PipelineOptions::shapeBucket): batch widths rounded up to a multiple of 64 and batch
+    // sizes to a power of two, so a few dozen shapes serve every page.
+    const bool bucketShapes = shapeBucket() > 0;
     c10::InferenceMode guard;
     for (const RecBatch& batch : planRecBatches(widths, m_options.recMaxBatch, m_options.recMaxBatchPixels)) {
         std::vector<const Image*> images;
         for (int idx : batch.indices) images.push_back(&crops[static_cast<size_t>(idx)]);
         at::Tensor input = lineBatchInput(images, bucketShapes ? (batch.width + 63) / 64 * 64 : batch.width);
-        if (bucketShapes) {
-            int64_t n = 1;
-            while (n < input.size(0)) n *= 2;
-            if (n > input.size(0)) {
-                auto sizes = input.sizes().vec();
-                sizes[0] = n - input.size(0);
-                input = at::cat({input, at::zeros(sizes, input.options())}, 0);
-            }
-        }
+        if (bucketShapes) input = padBatchToPowerOfTwo(input);
         at::Tensor probs = m_rec.run({input}).at(0);  // [N, T, C] softmax
         if (probs.dim() == 3 && probs.size(0) > static_cast<int64_t>(images.size()))
             probs = probs.slice(0, 0, static_cast<int64_t>(images.size()));

@@ -62,6 +62,8 @@ private:
     PpOcrPipeline(model::onnx::Graph det, model::onnx::Graph cls, model::onnx::Graph rec, CtcDecoder ctc,
                   const PipelineOptions& options);
 
+    // PipelineOptions::shapeBucket resolved for this pipeline's device (0: exact shapes).
+    int shapeBucket() const;
     void classify(std::vector<Image>& crops, std::vector<LineText>& out) const;
     void recognizeBatches(const std::vector<Image>& crops, std::vector<LineText>& out) const;
 

@@ -65,6 +65,11 @@ struct PipelineOptions {
     float unclipRatio = 1.5f;    // box expansion: distance = area * ratio / perimeter
     float minBoxSide = 3.0f;     // in detector pixels, before expansion (+2 after)
     int maxCandidates = 1000;
+    // Input shape buckets: the detector input is padded (with the normalised value of white) up to a
+    // multiple of this many pixels, and classifier / recogniser batches to a power of two, so that few
+    // distinct shapes reach the device (on CUDA each new shape costs cuDNN a new plan, ~ms per
+    // convolution). -1: automatic (128 on CUDA, off on the CPU, where padding only costs time); 0: off.
+    int shapeBucket = -1;
     // --- angle classification ---
     bool useAngleClassifier = true;
     float clsThreshold = 0.9f;   // turn by 180 degrees only above this probability

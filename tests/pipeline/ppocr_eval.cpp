@@ -6,7 +6,7 @@
 //
 //   ppocr_eval --data DIR --out FILE.jsonl [--threads 2] [--models DIR] [--limit N]
 //              [--det-max-pixels N] [--det-thresh F] [--box-thresh F] [--unclip F] [--drop-score F]
-//              [--space-prob F] [--no-spaces] [--no-cls] [--rec-batch N]
+//              [--space-prob F] [--no-spaces] [--no-cls] [--rec-batch N] [--shape-bucket N]
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -53,7 +53,7 @@ int usage()
 {
     std::cerr << "usage: ppocr_eval --data DIR --out FILE.jsonl [--threads N] [--models DIR] [--limit N]\n"
                  "  [--det-max-pixels N] [--det-thresh F] [--box-thresh F] [--unclip F] [--drop-score F]\n"
-                 "  [--space-prob F] [--no-spaces] [--no-cls] [--rec-batch N]\n";
+                 "  [--space-prob F] [--no-spaces] [--no-cls] [--rec-batch N] [--shape-bucket N]\n";
     return 2;
 }
 
@@ -80,6 +80,7 @@ int main(int argc, char** argv)
             else if (k == "--threads") threads = std::stoi(v);
             else if (k == "--limit") limit = std::stoi(v);
             else if (k == "--det-max-pixels") opt.detMaxPixels = std::stoll(v);
+            else if (k == "--shape-bucket") opt.shapeBucket = std::stoi(v);
             else if (k == "--det-thresh") opt.detThreshold = std::stof(v);
             else if (k == "--box-thresh") opt.boxThreshold = std::stof(v);
             else if (k == "--unclip") opt.unclipRatio = std::stof(v);

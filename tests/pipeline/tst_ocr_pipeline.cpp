@@ -132,6 +132,29 @@ LECTOR_TEST(readsPagesTurnedBy90Degrees)
     }
 }
 
+LECTOR_TEST(shapeBucketsReadLikeExactShapes)
+{
+    // The CUDA default (detector input padded to multiples of 128 with white, cls/rec batches padded to a
+    // power of two), forced here on the CPU: same texts, and boxes within a pixel or two of exact shapes
+    // (not identical: the detector's squeeze-excitation layers average over the whole, padded, input).
+    PpOcrPipeline& p = const_cast<PpOcrPipeline&>(pipeline());
+    const PipelineOptions exact = p.options();
+    PipelineOptions bucketed = exact;
+    bucketed.shapeBucket = 128;
+    for (const auto& [name, want] : pinnedTexts()) {
+        const Image img = fixtureImage(name);
+        p.setOptions(exact);
+        const auto a = p.run(img);
+        p.setOptions(bucketed);
+        const auto b = p.run(img);
+        LECTOR_CHECK_MSG(texts(b) == want, name << ": " << joined(texts(b)));
+        LECTOR_CHECK_EQ(b.lines.size(), a.lines.size());
+        for (size_t i = 0; i < a.lines.size() && i < b.lines.size(); ++i)
+            LECTOR_CHECK_MSG(iou(a.lines[i].box, b.lines[i].box) > 0.85, name << " line " << i);
+    }
+    p.setOptions(exact);
+}
+
 LECTOR_TEST(handlesOddImageSizes)
 {
     Image blank(640, 480);
