@@ -91,8 +91,7 @@ struct Collected {
 RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNewTokens, float penalty, Collected& out)
 {
     Request req;
-    req.imageName = std::to_string(id);
-    req.imageName.insert(0, "img");  // not "img" + to_string(): GCC 12 warns falsely on that
+    req.imageName = "img" + std::to_string(id);
     req.image = std::move(img);
     req.preset = "spotting";
     req.sampling.maxNewTokens = maxNewTokens;

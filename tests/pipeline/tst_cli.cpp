@@ -288,9 +288,7 @@ LECTOR_TEST(ctrlCLeavesAValidFileThatResumes)
     fs::create_directories(src);
     const int n = 16;
     for (int i = 0; i < n; ++i) {
-        std::string name = std::to_string(100 + i);  // GCC 12 warns (falsely) on "p" + std::to_string()
-        name.insert(0, 1, 'p');
-        name += ".png";
+        const std::string name = "p" + std::to_string(100 + i) + ".png";
         fs::copy_file(sample(i % 2 ? "receipt_zh" : "doc_en"), src / name);
     }
     const fs::path outFile = src.parent_path() / "r.jsonl";
