@@ -7,6 +7,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/assert.h"
+#include "core/common/timing.h"
 #include "core/doc/output_parser.h"
 #include "core/model/hunyuan/generation.h"
 #include "core/model/hunyuan/preprocess.h"
@@ -17,11 +18,6 @@ namespace lector::engine {
 namespace hy = model::hunyuan;
 
 namespace {
-
-double msSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // The files a HunyuanOCR folder needs beyond the weights (WeightStore names missing shards itself).
 Result<void> checkModelFolder(const std::filesystem::path& dir)

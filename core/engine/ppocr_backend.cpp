@@ -3,18 +3,11 @@
 #include <chrono>
 
 #include "core/common/paths.h"
+#include "core/common/timing.h"
 #include "core/doc/field_extractor.h"
 #include "core/doc/preset.h"
 
 namespace lector::engine {
-namespace {
-
-double msSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Backend>> PpOcrBackend::create(const EngineConfig& config)
 {

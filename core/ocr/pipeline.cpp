@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/common/timing.h"
 #include "core/ocr/assemble.h"
 #include "core/ocr/crop.h"
 #include "core/ocr/db_postprocess.h"
@@ -17,11 +18,6 @@ namespace lector::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 constexpr int kClsBatch = 32;
 

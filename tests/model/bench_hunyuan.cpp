@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/timing.h"
 #include "core/image/decode.h"
 #include "core/model/hunyuan/config.h"
 #include "core/model/hunyuan/decoder.h"
@@ -39,8 +40,6 @@ namespace {
 
 // The spotting prompt's ids in the real tokenizer (hunyuanocr-spec.md §7), as the reference uses them.
 const std::vector<int> kSpottingIds = {5055, 951, 9977, 12858, 1843, 9738, 270, 934, 8433, 4699, 68216, 8287, 292};
-
-double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Waits for the device work that produced `t` (a one-element copy to the host).
 void sync(const at::Tensor& t)

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/timing.h"
 #include "core/image/decode.h"
 #include "core/model/hunyuan/config.h"
 #include "core/model/hunyuan/preprocess.h"
@@ -31,6 +32,7 @@
 
 namespace hy = lector::model::hunyuan;
 namespace fs = std::filesystem;
+using lector::msSince;
 
 namespace {
 
@@ -38,11 +40,6 @@ struct Input {
     std::string name;
     lector::Image image;
 };
-
-double msSince(std::chrono::steady_clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 fs::path sharedDir()
 {

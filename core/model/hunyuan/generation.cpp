@@ -9,6 +9,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "core/common/timing.h"
 #include "core/model/hunyuan/prompt.h"
 
 namespace lector::model::hunyuan {
@@ -16,11 +17,6 @@ namespace lector::model::hunyuan {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // Distinct ids of the sequence, for the repetition penalty; grows by one check per token.
 class DistinctIds {
