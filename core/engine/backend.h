@@ -36,6 +36,19 @@ public:
     virtual void cancelAll() = 0;
 };
 
+// A result for `request` with the fields every backend fills the same way: image, model, device,
+// dtype, preset.
+inline doc::OcrResult resultFor(const Request& request, const EngineInfo& info)
+{
+    doc::OcrResult result;
+    result.image = request.imageName;
+    result.model = info.model;
+    result.device = info.device;
+    result.dtype = info.dtype;
+    result.preset = request.preset;
+    return result;
+}
+
 // Builds the backend of config.model: loads weights on the calling thread. Errors name the file.
 Result<std::unique_ptr<Backend>> createBackend(const EngineConfig& config);
 

@@ -319,12 +319,7 @@ void HunyuanBackend::finishSequence(SeqId id)
     const hy::GenerationResult& gen = seq->loop->result();
     if (gen.finish == hy::FinishReason::Cancelled) return state.fail("cancelled", req.imageName + ": cancelled");
 
-    doc::OcrResult result;
-    result.image = req.imageName;
-    result.model = m_info.model;
-    result.device = m_info.device;
-    result.dtype = m_info.dtype;
-    result.preset = req.preset;
+    doc::OcrResult result = resultFor(req, m_info);
     result.prompt = seq->prompt;
     result.width = req.image->width;
     result.height = req.image->height;

@@ -100,12 +100,7 @@ void PpOcrBackend::step()
         const std::size_t n = firstCrop[i + 1] - firstCrop[i];
         const double share = crops.empty() ? 0.0 : static_cast<double>(n) / crops.size();
         const auto t0 = Clock::now();
-        doc::OcrResult result;
-        result.image = req.imageName;
-        result.model = m_info.model;
-        result.device = m_info.device;
-        result.dtype = m_info.dtype;
-        result.preset = req.preset;
+        doc::OcrResult result = resultFor(req, m_info);
         m_pipeline.assemble(detections[i], std::span(texts).subspan(firstCrop[i], n), result);
         if (const doc::Preset* preset = doc::findPreset(m_presets, req.preset); preset && !preset->fields.empty())
             doc::extractFieldsFromLines(*preset, result, req.fieldNames);
