@@ -6,7 +6,6 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include "core/common/assert.h"
 #include "core/common/timing.h"
 #include "core/doc/output_parser.h"
 #include "core/model/hunyuan/generation.h"
@@ -101,7 +100,6 @@ struct HunyuanBackend::Sequence {
     std::optional<hy::TokenLoop> loop;
     std::optional<model::StreamingDecoder> stream;
     PartialText partial;
-    std::vector<std::int64_t> slots;             // KV slot of every token with cached K/V, in order
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     bool firstTokenSampled = false;
     Clock::time_point prefillStart{};
@@ -182,8 +180,6 @@ void HunyuanBackend::step()
     m_stepIds.clear();
     for (SeqId id : plan.vision) m_stepIds.push_back(id);
     for (const auto& c : plan.chunks) m_stepIds.push_back(c.id);
-    for (SeqId id : plan.preempted)
-        if (auto it = m_seqs.find(id); it != m_seqs.end()) it->second->slots.clear();  // its K/V is gone
     // Out of KV memory even alone: it ends with what it has (finish reason "length").
     for (SeqId id : plan.outOfMemory)
         if (m_seqs.count(id)) finishSequence(id);
@@ -249,13 +245,11 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
             embeds.push_back(*e);
             positions.push_back(hy::sequentialPositionIds(from, c.start + c.length - from, numAxes));
         }
-        LECTOR_ASSERT(static_cast<std::int64_t>(seq.slots.size()) == c.start);
-        seq.slots.insert(seq.slots.end(), c.slots.begin(), c.slots.end());
         runner::StepSequence s;
         s.offset = offset;
         s.numNew = c.length;
         s.past = c.start;
-        s.slots = seq.slots;
+        s.slots = m_scheduler->slots(c.id, c.start + c.length);
         stepSeqs.push_back(std::move(s));
         offset += c.length;
         if (c.isDecode || c.completesPrefill) {

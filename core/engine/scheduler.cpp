@@ -89,6 +89,17 @@ std::int64_t Scheduler::computedTokens(SeqId id) const
     return it == m_seqs.end() ? -1 : it->second.computed;
 }
 
+std::vector<std::int64_t> Scheduler::slots(SeqId id, std::int64_t numTokens) const
+{
+    std::vector<std::int64_t> out;
+    auto it = m_seqs.find(id);
+    if (it == m_seqs.end()) return out;
+    LECTOR_ASSERT(numTokens <= it->second.table.capacity(m_pool.blockSize()));
+    out.reserve(static_cast<size_t>(numTokens));
+    for (std::int64_t i = 0; i < numTokens; ++i) out.push_back(it->second.table.slot(i, m_pool.blockSize()));
+    return out;
+}
+
 // --- private ---
 
 std::int64_t Scheduler::targetTokens(const Seq& s) const

@@ -99,6 +99,9 @@ public:
     const kv::BlockPool& pool() const { return m_pool; }
     // Sequence index of the next token of `id` (prompt + generated tokens with cached K/V), -1 if unknown.
     std::int64_t computedTokens(SeqId id) const;
+    // Cache slots of tokens 0 .. numTokens-1 of `id`, from its block table (after schedule(), every chunk
+    // of the plan has its blocks through start + length). Empty for an unknown id.
+    std::vector<std::int64_t> slots(SeqId id, std::int64_t numTokens) const;
     // Number of preemptions so far (metrics, tests).
     int numPreemptions() const { return m_numPreemptions; }
 

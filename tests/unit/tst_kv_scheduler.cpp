@@ -246,6 +246,9 @@ LECTOR_TEST(chunkedPrefillRespectsTokenBudget)
     LECTOR_CHECK_EQ(chunks(p), std::string("1:d100"));
     LECTOR_CHECK_EQ(join(p.chunks[0].slots), std::string("100"));
     LECTOR_CHECK_EQ(s.pool().numUsed(), 7);  // 101 tokens still fit 7 blocks
+    // The whole context's slots, as the runner reads them: blocks 0..6 in order.
+    LECTOR_CHECK_EQ(join(s.slots(1, 101)), join(range(0, 101)));
+    LECTOR_CHECK(s.slots(99, 1).empty());
 }
 
 LECTOR_TEST(decodesComeFirstAndCountAgainstTheBudget)
