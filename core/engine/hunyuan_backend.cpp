@@ -138,12 +138,10 @@ void HunyuanBackend::add(RequestPtr request)
     seq->prompt = doc::buildPrompt(*seq->preset, args);
     const auto ids32 = m_tokenizer->encode(seq->prompt);
     const std::vector<int> promptTextIds(ids32.begin(), ids32.end());
-    const hy::ImageGrid grid{pre->gridH, pre->gridW};
-    const int merge = m_config.vision.spatialMergeSize;
-    seq->promptIds = hy::buildInputIds(m_config.tokens, promptTextIds, {hy::imageTokenCount(grid, merge)});
-    auto positions = hy::buildPositionIds(seq->promptIds, m_config.tokens, {grid}, merge);
-    if (!positions.ok()) return request->fail("generation_failed", req.imageName + ": " + positions.error().message);
-    seq->positions = std::move(positions).value();
+    auto layout = hy::imagePromptLayout(m_config, promptTextIds, {pre->gridH, pre->gridW});
+    if (!layout.ok()) return request->fail("generation_failed", req.imageName + ": " + layout.error().message);
+    seq->promptIds = std::move(layout->ids);
+    seq->positions = std::move(layout->positionIds);
     seq->image = std::move(pre).value();
     seq->preprocessMs = msSince(t0);
 

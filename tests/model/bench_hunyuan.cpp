@@ -107,7 +107,7 @@ int main(int argc, char** argv)
     // One request: preprocess -> vision -> prompt -> generate. Returns the generation and fills the split.
     struct Split { double preprocess = 0, vision = 0, prefill = 0, decode = 0, total = 0; int steps = 0; };
     at::Tensor imageEmbeds;
-    std::vector<int> inputIds;
+    PromptLayout layout;  // of the last request
     auto request = [&](const GenerationConfig& g, Split& s) {
         const auto start = Clock::now();
         auto t = Clock::now();
@@ -117,14 +117,12 @@ int main(int argc, char** argv)
         imageEmbeds = vision.encode(pre);
         sync(imageEmbeds);
         s.vision = msSince(t);
-        const ImageGrid grid{pre.gridH, pre.gridW};
-        const int merge = config.vision.spatialMergeSize;
+        layout = must(imagePromptLayout(config, kSpottingIds, {pre.gridH, pre.gridW}), "prompt");
         PrefillInput in;
-        in.ids = buildInputIds(config.tokens, kSpottingIds, {imageTokenCount(grid, merge)});
-        in.positionIds = must(buildPositionIds(in.ids, config.tokens, {grid}, merge), "positions");
+        in.ids = layout.ids;
+        in.positionIds = layout.positionIds;
         in.imageEmbeds = imageEmbeds;
         in.imageTokenId = config.tokens.image;
-        inputIds = in.ids;
         GenerationResult r = must(generate(decoder, in, g), "generate");
         s.prefill = r.timings.prefillMs;
         s.decode = r.timings.decodeMs;
@@ -146,18 +144,13 @@ int main(int argc, char** argv)
         const GenerationResult r = request(g, s);
         const double embErr = relErr(imageEmbeds, file->tensor("image_embeds"));
         const auto refIds = file->tensor("input_ids").to(at::kLong);
-        bool idsSame = refIds.numel() == static_cast<int64_t>(inputIds.size());
-        for (int64_t i = 0; idsSame && i < refIds.numel(); ++i) idsSame = refIds[i].item<int64_t>() == inputIds[i];
+        bool idsSame = refIds.numel() == static_cast<int64_t>(layout.ids.size());
+        for (int64_t i = 0; idsSame && i < refIds.numel(); ++i) idsSame = refIds[i].item<int64_t>() == layout.ids[i];
 
-        // Last-position logits of the prefill: a fresh prefill on a contiguous cache.
-        PrefillInput in;
-        const PreprocessedImage pre = must(preprocessImage(image, config.preprocess), "preprocess");
-        const ImageGrid grid{pre.gridH, pre.gridW};
-        in.ids = inputIds;
-        in.positionIds = must(buildPositionIds(in.ids, config.tokens, {grid}, config.vision.spatialMergeSize), "positions");
-        auto embeds = must(decoder.embed(in.ids, imageEmbeds, config.tokens.image), "embed");
-        auto cache = decoder.makeCache(static_cast<int64_t>(in.ids.size()) + 1);
-        const at::Tensor hidden = decoder.forward(embeds, in.positionIds.to(device), *cache);
+        // Last-position logits of the prefill: a fresh prefill of the same prompt on a contiguous cache.
+        auto embeds = must(decoder.embed(layout.ids, imageEmbeds, config.tokens.image), "embed");
+        auto cache = decoder.makeCache(static_cast<int64_t>(layout.ids.size()) + 1);
+        const at::Tensor hidden = decoder.forward(embeds, layout.positionIds.to(device), *cache);
         const at::Tensor logits = decoder.logits(hidden.slice(0, hidden.size(0) - 1)).to(at::kFloat).flatten();
         const at::Tensor refLogits = file->tensor("last_logits").to(at::kFloat);
         const double logitErr = relErr(logits, refLogits);
@@ -177,7 +170,7 @@ int main(int argc, char** argv)
         parityOk = idsSame && embErr >= 0 && embErr < tol && logitErr >= 0 && logitErr < tol && greedyOk;
         std::printf("## parity against %s\n\n", std::filesystem::path(opt["golden"]).filename().c_str());
         std::printf("| check | value | limit | ok |\n|---|---|---|---|\n");
-        std::printf("| prefill ids (%zu) | %s | identical | %s |\n", inputIds.size(), idsSame ? "identical" : "DIFFER", idsSame ? "yes" : "NO");
+        std::printf("| prefill ids (%zu) | %s | identical | %s |\n", layout.ids.size(), idsSame ? "identical" : "DIFFER", idsSame ? "yes" : "NO");
         std::printf("| image embeddings rel. L2 | %.2e | %.0e | %s |\n", embErr, tol, embErr >= 0 && embErr < tol ? "yes" : "NO");
         std::printf("| last logits rel. L2 | %.2e | %.0e | %s |\n", logitErr, tol, logitErr >= 0 && logitErr < tol ? "yes" : "NO");
         std::printf("| last logits max abs | %.3f | | |\n", logitMaxAbs);
@@ -205,7 +198,7 @@ int main(int argc, char** argv)
             total.push_back(s.total);
             steps = s.steps;
         }
-        std::printf("## one request, %d forced new tokens, %zu prompt tokens (median of %d)\n\n", newTokens, inputIds.size(), repeats);
+        std::printf("## one request, %d forced new tokens, %zu prompt tokens (median of %d)\n\n", newTokens, layout.ids.size(), repeats);
         std::printf("| stage | ms |\n|---|---|\n");
         std::printf("| preprocess (CPU) | %.1f |\n| vision | %.1f |\n| prefill + first token | %.1f |\n", median(pre), median(vis), median(prefill));
         std::printf("| decode step (batch 1) | %.3f |\n| decode, %d steps | %.1f |\n| end to end | %.1f |\n\n", median(step), steps,

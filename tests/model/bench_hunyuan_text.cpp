@@ -103,11 +103,11 @@ int main(int argc, char** argv)
         at::manual_seed(0);
         imageEmbeds = at::randn({imageTokenCount(grid), config->text.hiddenSize});
     }
+    auto layout = imagePromptLayout(*config, kSpottingPromptIds, grid);
+    if (!layout.ok()) return std::fprintf(stderr, "%s\n", layout.error().message.c_str()), 1;
     PrefillInput in;
-    in.ids = buildInputIds(config->tokens, kSpottingPromptIds, {imageTokenCount(grid)});
-    auto pos = buildPositionIds(in.ids, config->tokens, {grid});
-    if (!pos.ok()) return std::fprintf(stderr, "%s\n", pos.error().message.c_str()), 1;
-    in.positionIds = *pos;
+    in.ids = layout->ids;
+    in.positionIds = layout->positionIds;
     in.imageEmbeds = imageEmbeds;
     in.imageTokenId = config->tokens.image;
 

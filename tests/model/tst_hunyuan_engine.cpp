@@ -57,11 +57,10 @@ std::vector<int> referenceIds(const Image& img, int maxNewTokens, float penalty)
     const auto pre = must(hy::preprocessImage(img, config.preprocess));
     const auto presets = must(doc::loadPresets(doc::defaultPresetsDir()));
     const auto ids32 = tok.encode(doc::buildPrompt(*doc::findPreset(presets, "spotting"), {}));
-    const hy::ImageGrid grid{pre.gridH, pre.gridW};
-    const int merge = config.vision.spatialMergeSize;
+    auto layout = must(hy::imagePromptLayout(config, std::vector<int>(ids32.begin(), ids32.end()), {pre.gridH, pre.gridW}));
     hy::PrefillInput in;
-    in.ids = hy::buildInputIds(config.tokens, std::vector<int>(ids32.begin(), ids32.end()), {hy::imageTokenCount(grid, merge)});
-    in.positionIds = must(hy::buildPositionIds(in.ids, config.tokens, {grid}, merge));
+    in.ids = std::move(layout.ids);
+    in.positionIds = std::move(layout.positionIds);
     in.imageEmbeds = vision.encode(pre);
     in.imageTokenId = config.tokens.image;
     hy::GenerationConfig g;

@@ -83,12 +83,11 @@ double relError(const at::Tensor& actual, const at::Tensor& expected)
 PrefillInput prefillFor(const Golden& g)
 {
     const auto& model = tinyModel();
-    const ImageGrid grid = gridOf(g);
+    auto layout = imagePromptLayout(model.config, kSpottingPromptIds, gridOf(g));
+    if (!layout.ok()) lector::test::fail(__FILE__, __LINE__, layout.error().message);
     PrefillInput in;
-    in.ids = buildInputIds(model.config.tokens, kSpottingPromptIds, {imageTokenCount(grid)});
-    auto pos = buildPositionIds(in.ids, model.config.tokens, {grid});
-    if (!pos.ok()) lector::test::fail(__FILE__, __LINE__, pos.error().message);
-    in.positionIds = *pos;
+    in.ids = std::move(layout->ids);
+    in.positionIds = std::move(layout->positionIds);
     in.imageEmbeds = g.get("image_embeds");
     in.imageTokenId = model.config.tokens.image;
     return in;
@@ -113,7 +112,8 @@ LECTOR_TEST(positionIdsMatchFixtureExactly)
 {
     for (const char* image : kImages) {
         const Golden g = golden(image);
-        const PrefillInput in = prefillFor(g);
+        const PrefillInput in = prefillFor(g);  // imagePromptLayout()
+        LECTOR_CHECK(in.ids == toIds(g.get("input_ids")));
         const at::Tensor expected = g.get("position_ids").to(at::kLong);  // [4, L]
         LECTOR_CHECK_EQ(in.positionIds.sizes().vec(), expected.sizes().vec());
         LECTOR_CHECK_MSG(at::equal(in.positionIds, expected), image << ": position ids differ at "

@@ -88,4 +88,16 @@ at::Tensor sequentialPositionIds(int64_t start, int64_t n, int numAxes)
     return at::arange(start, start + n, at::kLong).unsqueeze(0).expand({numAxes, n}).contiguous();
 }
 
+Result<PromptLayout> imagePromptLayout(const HunyuanConfig& config, const std::vector<int>& promptTextIds,
+                                       const ImageGrid& grid)
+{
+    const int merge = config.vision.spatialMergeSize;
+    PromptLayout layout;
+    layout.ids = buildInputIds(config.tokens, promptTextIds, {imageTokenCount(grid, merge)});
+    auto positions = buildPositionIds(layout.ids, config.tokens, {grid}, merge);
+    if (!positions.ok()) return positions.error();
+    layout.positionIds = std::move(positions).value();
+    return layout;
+}
+
 }  // namespace lector::model::hunyuan

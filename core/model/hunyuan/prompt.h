@@ -44,6 +44,16 @@ Result<at::Tensor> buildPositionIds(const std::vector<int>& ids, const TokenIds&
                                     const std::vector<ImageGrid>& grids, int mergeSize = 2,
                                     int numAxes = 4);
 
+// The prefill of one image followed by the prompt text (the OCR layout, with 1.0's empty system turn):
+// buildInputIds() for the image's token count and buildPositionIds() for its grid, with the config's
+// merge size and special ids. Errors as buildPositionIds().
+struct PromptLayout {
+    std::vector<int> ids;
+    at::Tensor positionIds;  // [numAxes, ids.size()] int64
+};
+Result<PromptLayout> imagePromptLayout(const HunyuanConfig& config, const std::vector<int>& promptTextIds,
+                                       const ImageGrid& grid);
+
 // Position ids [numAxes, n] of n tokens appended at sequence indices start..start+n-1 during decoding:
 // every axis equals the sequence index (spec §5.2).
 at::Tensor sequentialPositionIds(int64_t start, int64_t n, int numAxes = 4);
