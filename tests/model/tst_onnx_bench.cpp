@@ -13,6 +13,7 @@
 
 #include "core/model/onnx/graph.h"
 #include "core/model/safetensors.h"
+#include "tests/model/tst_onnx_util.h"
 
 using lector::model::onnx::Graph;
 namespace fs = std::filesystem;
@@ -27,16 +28,13 @@ int numRuns()
 
 Graph load(const std::string& file, bool optimize = true)
 {
-    const auto p = lector::test::ppocrModelDir() / file;
-    if (!fs::exists(p)) LECTOR_SKIP("PP-OCR models not fetched");
     lector::model::onnx::LoadOptions options;
     options.optimize = optimize;
     const auto start = std::chrono::steady_clock::now();
-    auto g = Graph::load(p, options);
-    LECTOR_CHECK_MSG(g.ok(), g.error().message);
+    auto g = lector::test::onnx::loadPpocrGraph(file, options);
     std::printf("  load %s%s: %.1f ms, %zu steps\n", file.c_str(), optimize ? "" : " (plain)",
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(), g->numSteps());
-    return std::move(g).value();
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(), g.numSteps());
+    return g;
 }
 
 // CPU time of the whole process: on a shared, loaded machine it moves much less than wall time.
@@ -118,11 +116,7 @@ LECTOR_TEST(benchmarkPpocrGraphsAtTwoThreads)
         lector::model::onnx::LoadOptions options;
         options.device = at::Device(at::kCUDA, 0);
         options.dtype = at::kHalf;
-        auto load = [&](const char* file) {
-            auto g = Graph::load(lector::test::ppocrModelDir() / file, options);
-            LECTOR_CHECK_MSG(g.ok(), g.error().message);
-            return std::move(g).value();
-        };
+        auto load = [&](const char* file) { return lector::test::onnx::loadPpocrGraph(file, options); };
         Graph detHalf = load("ch_PP-OCRv4_det_infer.onnx"), recHalf = load("ch_PP-OCRv4_rec_infer.onnx");
         // Outputs come back to the CPU inside the timing, as the pipeline needs them there.
         auto timeCuda = [&](const Graph& g, const at::Tensor& x, const char* label) {

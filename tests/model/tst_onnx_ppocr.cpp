@@ -10,6 +10,7 @@
 
 #include "core/model/onnx/graph.h"
 #include "core/model/safetensors.h"
+#include "tests/model/tst_onnx_util.h"
 
 using lector::model::SafetensorsFile;
 using lector::model::onnx::Graph;
@@ -24,11 +25,7 @@ const Graph& graph(const std::string& file)
     static std::map<std::string, Graph> graphs;
     auto it = graphs.find(file);
     if (it != graphs.end()) return it->second;
-    const auto p = lector::test::ppocrModelDir() / file;
-    if (!fs::exists(p)) LECTOR_SKIP("PP-OCR models not fetched");
-    auto g = Graph::load(p);
-    LECTOR_CHECK_MSG(g.ok(), g.error().message);
-    return graphs.emplace(file, std::move(g).value()).first->second;
+    return graphs.emplace(file, lector::test::onnx::loadPpocrGraph(file)).first->second;
 }
 const Graph& det() { return graph("ch_PP-OCRv4_det_infer.onnx"); }
 const Graph& rec() { return graph("ch_PP-OCRv4_rec_infer.onnx"); }
@@ -164,11 +161,7 @@ LECTOR_TEST(cudaFloat16StaysCloseToOnnxruntime)
     lector::model::onnx::LoadOptions options;
     options.device = at::Device(at::kCUDA, 0);
     options.dtype = at::kHalf;
-    auto load = [&](const char* file) {
-        auto g = Graph::load(lector::test::ppocrModelDir() / file, options);
-        LECTOR_CHECK_MSG(g.ok(), g.error().message);
-        return std::move(g).value();
-    };
+    auto load = [&](const char* file) { return lector::test::onnx::loadPpocrGraph(file, options); };
     Graph detHalf = load("ch_PP-OCRv4_det_infer.onnx"), recHalf = load("ch_PP-OCRv4_rec_infer.onnx"),
           clsHalf = load("ch_ppocr_mobile_v2.0_cls_infer.onnx");
     options.dtype = at::kFloat;  // float32 on the GPU, for reference (cuDNN may use TF32)

@@ -1,5 +1,6 @@
-// Helpers for the onnx::Graph tests: a builder for tiny in-memory graphs (ModelDesc), and a small
-// protobuf writer for hand-made ModelProto bytes. Test-only; single-threaded.
+// Helpers for the onnx::Graph tests: a builder for tiny in-memory graphs (ModelDesc), a small protobuf
+// writer for hand-made ModelProto bytes, and the loader of the fetched PP-OCR graphs. Test-only;
+// single-threaded.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,6 +12,7 @@
 
 #include "core/model/onnx/graph.h"
 #include "core/model/onnx/model.h"
+#include "tests/support/lector_test.h"
 
 namespace lector::test::onnx {
 
@@ -132,6 +134,17 @@ inline void putFixed64(std::string& out, uint32_t field, double v)
     char b[8];
     std::memcpy(b, &v, 8);
     out.append(b, 8);
+}
+
+// One of the fetched PP-OCR graphs (file name under models/ppocr-v4); skips the case when the models
+// were not fetched, fails it when the graph does not load.
+inline model::onnx::Graph loadPpocrGraph(const std::string& file, const model::onnx::LoadOptions& options = {})
+{
+    const auto path = lector::test::ppocrModelDir() / file;
+    if (!std::filesystem::exists(path)) LECTOR_SKIP("PP-OCR models not fetched");
+    auto g = model::onnx::Graph::load(path, options);
+    LECTOR_CHECK_MSG(g.ok(), g.error().message);
+    return std::move(g).value();
 }
 
 }  // namespace lector::test::onnx
