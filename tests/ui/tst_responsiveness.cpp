@@ -28,53 +28,55 @@ QString makeImages(const QTemporaryDir& dir, int count)
     return folder;
 }
 
+// Watches a 10 ms precise timer and keeps its worst lateness: how long the event loop was blocked.
+class LatenessProbe {
+public:
+    LatenessProbe()
+    {
+        m_timer.setTimerType(Qt::PreciseTimer);
+        m_timer.setInterval(10);
+        QObject::connect(&m_timer, &QTimer::timeout, [this] {
+            const qint64 now = m_clock.elapsed();
+            m_worst = std::max(m_worst, now - m_last - 10);
+            m_last = now;
+        });
+        m_clock.start();
+        m_timer.start();
+    }
+    qint64 stop()
+    {
+        m_timer.stop();
+        return m_worst;
+    }
+
+private:
+    QElapsedTimer m_clock;
+    QTimer m_timer;
+    qint64 m_last = 0;
+    qint64 m_worst = 0;
+};
+
 // Worst lateness of a 10 ms timer while the event loop has nothing else to do: what the machine itself
 // costs (a loaded shared machine schedules any thread late now and then).
 qint64 idleTimerLatency(int ms)
 {
-    QElapsedTimer clock;
-    clock.start();
-    qint64 last = 0;
-    qint64 worst = 0;
-    QTimer timer;
-    timer.setTimerType(Qt::PreciseTimer);
-    timer.setInterval(10);
-    QObject::connect(&timer, &QTimer::timeout, [&] {
-        const qint64 now = clock.elapsed();
-        worst = std::max(worst, now - last - 10);
-        last = now;
-    });
-    timer.start();
+    LatenessProbe probe;
     QTest::qWait(ms);
-    return worst;
+    return probe.stop();
 }
 
 // Runs until every queued item finished; returns the worst lateness of a 10 ms timer.
 qint64 worstTimerLatency(test::AppHarness& app, const QString& folder, int count, int timeoutMs)
 {
-    QElapsedTimer clock;
-    clock.start();
-    qint64 last = 0;
-    qint64 worst = 0;
-    QTimer timer;
-    timer.setTimerType(Qt::PreciseTimer);
-    timer.setInterval(10);
-    QObject::connect(&timer, &QTimer::timeout, [&] {
-        const qint64 now = clock.elapsed();
-        worst = std::max(worst, now - last - 10);
-        last = now;
-    });
     auto& queue = app.window->queue();
     const int before = queue.rowCount();
-    timer.start();
-    last = clock.elapsed();
+    LatenessProbe probe;
     app.window->input().addPaths({folder});
     (void)QTest::qWaitFor([&] {
         if (queue.rowCount() < before + count) return false;
         return queue.count(ui::ItemStatus::Done) + queue.count(ui::ItemStatus::Failed) == before + count;
     }, timeoutMs);
-    timer.stop();
-    return worst;
+    return probe.stop();
 }
 
 // One-time costs (first paint of each widget, font and glyph caches, the first image) are start-up,
