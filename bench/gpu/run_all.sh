@@ -9,46 +9,24 @@
 # Needs, carried along (git-ignored): .gpu-deps/ (Debian packages), models/ppocr-v4/, gpu-data/shared/
 # (a copy of ../shared/{fixtures,eval-dev,tools}; bench/gpu/prepare_carry.sh makes it).
 #   usage (repository root, on the GPU machine): bash bench/gpu/run_all.sh
-set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/lector-out}
-W=/tmp/lector-run
-B=/tmp/lector-build
-mkdir -p "$W" "$OUT"
-cd "$ROOT"
+source "$(dirname "$0")/lib.sh"
 T0=$(date +%s)
 step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
-pack() { tar czf "$OUT/results.tar.gz" -C /tmp lector-run 2>/dev/null; }
-trap pack EXIT
-
-SH=$ROOT/gpu-data/shared
-export LECTOR_SHARED_DIR=$SH LECTOR_MODELS_DIR=$ROOT/models
-P=/tmp/deps
-for f in .gpu-deps/*.deb; do dpkg -x "$f" "$P"; done
-export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2;
   python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'; } > "$W/machine.txt" 2>&1
 
 step "inputs: a 1024x1024 page, PPM copies of the images (this build has no OpenCV imgcodecs)"
-python3 - "$SH" /tmp/imgs > "$W/inputs.log" 2>&1 <<'PY'
-import os, sys
+{ mkdir -p /tmp/imgs && make_page /tmp/imgs/page_1024.png /tmp/imgs/page_1024.ppm && sroie_ppm /tmp/imgs/sroie &&
+  python3 - "$SH" <<'PY'
+import sys
 from PIL import Image
-sh, out = sys.argv[1], sys.argv[2]
-os.makedirs(out + "/sroie", exist_ok=True)
-doc = Image.open(sh + "/fixtures/hunyuan/doc_en.png").convert("RGB")
-page = Image.new("RGB", (1024, 1024), "white")
-for k in range(4):  # four copies of the document's text stacked: a text-dense 1024x1024 page
-    page.paste(doc.crop((0, 0, 800, 250)), (100, 20 + k * 250))
-page.save(out + "/page_1024.png"); page.save(out + "/page_1024.ppm")
+sh = sys.argv[1]
 for n in ("receipt_zh", "doc_en"):
-    Image.open(sh + "/fixtures/hunyuan/%s.png" % n).convert("RGB").save(out + "/%s.ppm" % n)
+    Image.open(sh + "/fixtures/hunyuan/%s.png" % n).convert("RGB").save("/tmp/imgs/%s.ppm" % n)
 for n in ("receipt_zh", "doc_en", "rotated_en"):
-    Image.open(sh + "/fixtures/ppocr/%s.png" % n).convert("RGB").save(out + "/ppocr_%s.ppm" % n)
-d = sh + "/eval-dev/sroie2019-dev/images"
-for f in sorted(os.listdir(d)):
-    Image.open(os.path.join(d, f)).convert("RGB").save(out + "/sroie/" + os.path.splitext(f)[0] + ".ppm")
-print("ok", len(os.listdir(out + "/sroie")))
+    Image.open(sh + "/fixtures/ppocr/%s.png" % n).convert("RGB").save("/tmp/imgs/ppocr_%s.ppm" % n)
 PY
+} > "$W/inputs.log" 2>&1
 tail -1 "$W/inputs.log"
 
 step "reference: transformers float32 on the full-size random model (background)"
@@ -57,10 +35,7 @@ step "reference: transformers float32 on the full-size random model (background)
 REF=$!
 
 step "configure + build (CUDA libtorch, no GUI)"
-TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_GUI=OFF -DLECTOR_BUILD_TESTS=ON \
-  -DLECTOR_DEPS_PREFIX="$P" > "$W/configure.log" 2>&1 || { tail -30 "$W/configure.log"; exit 1; }
+configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
 MTESTS="tst_safetensors tst_tokenizer tst_engine tst_onnx_ops tst_onnx_ppocr tst_hunyuan_vision_config tst_hunyuan_text tst_hunyuan_text_units tst_pillow_resize"
 timeout 330 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan $KTESTS $MTESTS > "$W/build.log" 2>&1
@@ -94,15 +69,7 @@ done
 timeout 90 "$CLI" bench /tmp/imgs/sroie --device cuda --warmup 1 --repeat 1 --results "$W/sroie_cuda.jsonl" > "$W/bench_ppocr_cuda.txt" 2>&1
 timeout 60 "$CLI" bench /tmp/imgs/sroie --no-throughput --device cpu --threads 16 --warmup 1 --repeat 1 --results "$W/sroie_cpu16.jsonl" > "$W/bench_ppocr_cpu.txt" 2>&1
 cat "$W/bench_ppocr_cuda.txt" "$W/bench_ppocr_cpu.txt"
-mkdir -p "$W/score/cuda" "$W/score/cpu16"
-for peer in cuda cpu16; do
-  python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r["image"] = "images/" + r["image"].rsplit(".", 1)[0] + ".jpg"; print(json.dumps(r, ensure_ascii=False))' \
-    "$W/sroie_$peer.jsonl" > "$W/score/$peer/sroie2019-dev.jsonl" 2>/dev/null
-done
-python3 "$SH/tools/score.py" --eval "$SH/eval-dev" --subsets sroie2019-dev --pred "cuda=$W/score/cuda" \
-  --pred "cpu16=$W/score/cpu16" --markdown > "$W/score.md" 2>&1; cat "$W/score.md" | tail -4
+score_sroie "cuda=$W/sroie_cuda.jsonl" "cpu16=$W/sroie_cpu16.jsonl"
 
 step "HunyuanOCR fixtures on CUDA float32"
 F=$SH/fixtures/hunyuan

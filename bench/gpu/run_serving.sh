@@ -3,26 +3,10 @@
 # one request alone (latency split), then 64 pages submitted at once (pages/s, generated tokens/s), 256
 # forced new tokens each. The model folder gets a made-up tokenizer.json (the spotting prompt's 13 real
 # ids as added tokens, every other id "t<id>"), like tests/support/tiny_hunyuan.h. Same carry as run_all.sh.
-set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/lector-out}; W=/tmp/lector-run; B=/tmp/lector-build
-mkdir -p "$W" "$OUT"; cd "$ROOT"
-trap 'tar czf "$OUT/results.tar.gz" -C /tmp lector-run 2>/dev/null' EXIT
-SH=$ROOT/gpu-data/shared; export LECTOR_SHARED_DIR=$SH LECTOR_MODELS_DIR=$ROOT/models
-P=/tmp/deps; for f in .gpu-deps/*.deb; do dpkg -x "$f" "$P"; done
-export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/lib.sh"
 N=${PAGES:-64}
-( python3 - "$SH" "$N" <<'PY'
-import os, sys
-from PIL import Image
-sh, n = sys.argv[1], int(sys.argv[2])
-doc = Image.open(sh + "/fixtures/hunyuan/doc_en.png").convert("RGB")
-page = Image.new("RGB", (1024, 1024), "white")
-for k in range(4):
-    page.paste(doc.crop((0, 0, 800, 250)), (100, 20 + k * 250))
-page.save("/tmp/page_1024.png"); os.makedirs("/tmp/pages", exist_ok=True)
-for i in range(n): page.save("/tmp/pages/p%03d.ppm" % i)
-PY
+( mkdir -p /tmp/pages && make_page /tmp/page_1024.png /tmp/pages/p000.ppm &&
+  for i in $(seq 1 $((N - 1))); do cp /tmp/pages/p000.ppm "$(printf '/tmp/pages/p%03d.ppm' "$i")"; done
   timeout 120 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png --no-golden \
     > "$W/reference.log" 2>&1
   python3 - <<'PY'
@@ -41,8 +25,7 @@ json.dump(tok, open("/tmp/hy/model/tokenizer.json", "w"), ensure_ascii=False)
 PY
   ls /tmp/hy/model | head -3 ) > "$W/model.log" 2>&1 &
 MODEL=$!
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-  -DLECTOR_GUI=OFF -DLECTOR_BUILD_TESTS=OFF -DLECTOR_DEPS_PREFIX="$P" > "$W/configure.log" 2>&1 || { tail -20 "$W/configure.log"; exit 1; }
+configure_lector -DLECTOR_BUILD_TESTS=OFF || exit 1
 timeout 150 ninja -C "$B" -j"$(nproc)" lector-cli > "$W/build.log" 2>&1; echo "build exit $?"; grep -E "error:" "$W/build.log" | head
 wait $MODEL; tail -2 "$W/model.log"
 CLI=$B/app/cli/lector-cli

@@ -1,0 +1,70 @@
+# Shared set-up of the GPU-machine run scripts (run_all.sh, run_ppocr_cuda.sh, run_serving.sh); source it
+# from the repository's bench/gpu/. Sets ROOT, OUT, W (work folder, packed into $OUT/results.tar.gz at
+# exit), B (build folder), SH (the carried copy of ../shared: gpu-data/shared, see prepare_carry.sh) and
+# P (the unpacked Debian packages of .gpu-deps), exports the fixture / model folders and the library path.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-/tmp/lector-out}
+W=/tmp/lector-run
+B=/tmp/lector-build
+mkdir -p "$W" "$OUT"
+cd "$ROOT"
+trap 'tar czf "$OUT/results.tar.gz" -C /tmp lector-run 2>/dev/null' EXIT
+SH=$ROOT/gpu-data/shared
+export LECTOR_SHARED_DIR=$SH LECTOR_MODELS_DIR=$ROOT/models
+P=/tmp/deps
+for f in .gpu-deps/*.deb; do dpkg -x "$f" "$P"; done
+export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+
+# configure_lector [CMAKE_ARGS...]: configures $B without the GUI against the installed PyTorch's libtorch
+# and the packages in $P; prints the end of the log and fails when CMake fails.
+configure_lector() {
+  cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+    -DLECTOR_GUI=OFF -DLECTOR_DEPS_PREFIX="$P" "$@" > "$W/configure.log" 2>&1 || { tail -30 "$W/configure.log"; return 1; }
+}
+
+# make_page FILE...: a text-dense 1024x1024 page (four copies of doc_en's text stacked), saved to each
+# FILE (the format from its extension: .png, .ppm ...).
+make_page() {
+  python3 - "$SH" "$@" <<'PY'
+import sys
+from PIL import Image
+doc = Image.open(sys.argv[1] + "/fixtures/hunyuan/doc_en.png").convert("RGB")
+page = Image.new("RGB", (1024, 1024), "white")
+for k in range(4):
+    page.paste(doc.crop((0, 0, 800, 250)), (100, 20 + k * 250))
+for path in sys.argv[2:]:
+    page.save(path)
+PY
+}
+
+# sroie_ppm DIR: the 20 SROIE dev receipts as DIR/NNN.ppm (the GPU build has no OpenCV imgcodecs).
+sroie_ppm() {
+  python3 - "$SH" "$1" <<'PY'
+import os, sys
+from PIL import Image
+src, dst = sys.argv[1] + "/eval-dev/sroie2019-dev/images", sys.argv[2]
+os.makedirs(dst, exist_ok=True)
+for f in sorted(os.listdir(src)):
+    Image.open(os.path.join(src, f)).convert("RGB").save(os.path.join(dst, os.path.splitext(f)[0] + ".ppm"))
+print("ok", len(os.listdir(dst)))
+PY
+}
+
+# score_sroie PEER=RESULTS.jsonl...: scores `lector-cli bench --results` files of the PPM receipts with
+# score.py (image names mapped back to images/NNN.jpg) and prints the table's rows.
+score_sroie() {
+  local preds=() peer file
+  for arg in "$@"; do
+    peer=${arg%%=*}; file=${arg#*=}
+    mkdir -p "$W/score/$peer"
+    python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r["image"] = "images/" + r["image"].rsplit(".", 1)[0] + ".jpg"; print(json.dumps(r, ensure_ascii=False))' \
+      "$file" > "$W/score/$peer/sroie2019-dev.jsonl" 2>/dev/null
+    preds+=(--pred "$peer=$W/score/$peer")
+  done
+  python3 "$SH/tools/score.py" --eval "$SH/eval-dev" --subsets sroie2019-dev "${preds[@]}" --markdown > "$W/score.md" 2>&1
+  tail -$(( $# + 2 )) "$W/score.md"
+}
