@@ -101,9 +101,7 @@ struct HunyuanBackend::Sequence {
     std::optional<model::StreamingDecoder> stream;
     PartialText partial;
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
-    bool firstTokenSampled = false;
     Clock::time_point prefillStart{};
-    bool prefillStarted = false;
 };
 
 HunyuanBackend::~HunyuanBackend() = default;
@@ -221,10 +219,7 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
     std::int64_t offset = 0;
     for (const StepChunk& c : chunks) {
         Sequence& seq = *m_seqs.at(c.id);
-        if (!seq.prefillStarted) {
-            seq.prefillStarted = true;
-            seq.prefillStart = stepStart;
-        }
+        if (seq.prefillStart == Clock::time_point{}) seq.prefillStart = stepStart;  // its first chunk
         const auto L = static_cast<std::int64_t>(seq.promptIds.size());
         // Token i of the sequence: a prompt row for i < L, else generated id i - L (after a preemption
         // the generated tokens are recomputed like prompt tokens).
@@ -265,7 +260,6 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
             0, at::tensor(sampleRows, at::TensorOptions().dtype(at::kLong)).to(device)));  // [S, vocab]
     const double stepMs = msSince(stepStart);
 
-    std::vector<bool> sampled(chunks.size(), false);
     for (size_t k = 0; k < sampleIds.size(); ++k) {
         Sequence& seq = *m_seqs.at(sampleIds[k]);
         RequestState& state = *seq.state;
@@ -283,8 +277,7 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
             }
             return !state.cancelled();
         };
-        if (!seq.firstTokenSampled) {
-            seq.firstTokenSampled = true;
+        if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
             seq.prefillMs = msSince(seq.prefillStart);
             seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
         } else {
@@ -320,7 +313,7 @@ void HunyuanBackend::finishSequence(SeqId id)
     result.setTiming("prefill", seq->prefillMs);
     result.setTiming("decode", seq->decodeMs);
     // Serving metrics (issue 4): time to first token and time per output token after the first.
-    if (seq->firstTokenSampled) result.setTiming("first_token", seq->firstTokenMs);
+    if (gen.timings.numNewTokens > 0) result.setTiming("first_token", seq->firstTokenMs);
     if (gen.timings.numDecodeSteps > 0) result.setTiming("per_token", seq->decodeMs / gen.timings.numDecodeSteps);
     result.tokens = doc::TokenCounts{gen.timings.numPromptTokens, gen.timings.numNewTokens};
     const auto t0 = Clock::now();
