@@ -1,6 +1,8 @@
 // Tensor edge of gpu/: TORCH_CHECKs, Params from tensors, then the CUDA launcher or the CPU reference.
 // No kernel code here. The CUDA path compiles against CPU-only libtorch too (Debian's 1.13): only the
-// current-stream lookup needs c10_cuda, and without it no CUDA tensor can reach this file.
+// current-stream lookup needs c10_cuda, and without it no CUDA tensor can reach this file. Without
+// LECTOR_CUDA (no kernels, no CUDA headers) the file still builds: every op runs its CPU reference, so
+// the runner that drives these ops is testable on any machine.
 #include "gpu/ops.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -24,6 +26,7 @@
 namespace lector::gpu {
 namespace {
 
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
 cudaStream_t currentStream(const at::Tensor& t)
 {
 #ifdef LECTOR_TORCH_HAS_CUDA
@@ -33,6 +36,7 @@ cudaStream_t currentStream(const at::Tensor& t)
     return nullptr;
 #endif
 }
+#endif
 
 DType dtypeOf(const at::Tensor& t, const char* op, const char* name)
 {
@@ -100,15 +104,26 @@ int toInt(int64_t v, const char* op, const char* name)
     return static_cast<int>(v);
 }
 
-// CUDA launch on the tensors' current stream, or the reference on CPU.
-template <class Params>
-void dispatch(const at::Tensor& anchor, const char* op, const Params& p,
-              cudaError_t (*launch)(const Params&, cudaStream_t), void (*reference)(const Params&))
+// CUDA launch on the tensors' current stream, or the reference on CPU. LECTOR_LAUNCHER(f) is the
+// launcher where kernels are built in and nullptr elsewhere.
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+#define LECTOR_LAUNCHER(f) (&f)
+#else
+#define LECTOR_LAUNCHER(f) nullptr
+#endif
+template <class Params, class Launch>
+void dispatch(const at::Tensor& anchor, const char* op, const Params& p, Launch launch,
+              void (*reference)(const Params&))
 {
     if (anchor.is_cuda()) {
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
         const c10::DeviceGuard guard(anchor.device());
         const cudaError_t err = launch(p, currentStream(anchor));
         TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));
+#else
+        (void)launch;
+        TORCH_CHECK(false, op, ": this build has no CUDA kernels (configure with -DLECTOR_CUDA=ON)");
+#endif
         return;
     }
     TORCH_CHECK(anchor.is_cpu(), op, ": tensors must be on CUDA or CPU, got ", anchor.device());
@@ -149,7 +164,7 @@ void writeKvCache(const at::Tensor& keyCache, const at::Tensor& valueCache, cons
     p.numKvHeads = toInt(numKvHeads, op, "numKvHeads");
     p.headDim = toInt(headDim, op, "headDim");
     p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
-    dispatch(keyCache, op, p, &launchKvCacheWrite, &ref::kvCacheWriteRef);
+    dispatch(keyCache, op, p, LECTOR_LAUNCHER(launchKvCacheWrite), &ref::kvCacheWriteRef);
 }
 
 // --- attention ---
@@ -158,11 +173,13 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
                                     const c10::Device& device)
 {
     int numSms = 132;  // H100/H200; only the CPU path lands here without a device query
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
     if (device.is_cuda()) {
         const int index = device.has_index() ? device.index() : 0;
         TORCH_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, index) == cudaSuccess,
                     "pagedAttentionPartitionSize: cannot query ", device);
     }
+#endif
     return choosePagedDecodePartitionSize(static_cast<int>(std::min<int64_t>(numRows, 1 << 30)),
                                           static_cast<int>(numKvHeads),
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
@@ -220,7 +237,7 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
         workspace = at::empty({floats}, query.options().dtype(at::kFloat));
         p.workspace = workspace.data_ptr<float>();
     }
-    dispatch(query, op, p, &launchPagedDecodeAttention, &ref::pagedDecodeAttentionRef);
+    dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
 }
 
 void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
@@ -280,7 +297,7 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
             p.workspace = workspace.data_ptr<float>();
         }
     }
-    dispatch(query, op, p, &launchPagedPrefillAttention, &ref::pagedPrefillAttentionRef);
+    dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedPrefillAttention), &ref::pagedPrefillAttentionRef);
 }
 
 // --- norms, rotary, activation ---
@@ -316,7 +333,7 @@ void runRmsNorm(const char* op, const at::Tensor& out, const at::Tensor* residua
     p.numTokens = toInt(input.size(0), op, "numTokens");
     p.hidden = toInt(input.size(1), op, "hidden");
     p.eps = static_cast<float>(eps);
-    dispatch(input, op, p, &launchRmsNorm, &ref::rmsNormRef);
+    dispatch(input, op, p, LECTOR_LAUNCHER(launchRmsNorm), &ref::rmsNormRef);
 }
 
 }  // namespace
@@ -384,7 +401,7 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     p.numPosAxes = static_cast<int>(numAxes);
     for (int a = 0; a < p.numPosAxes; ++a) p.sections[a] = sections[a];
     p.eps = static_cast<float>(eps);
-    dispatch(query, op, p, &launchQkNormRope, &ref::qkNormRopeRef);
+    dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
 }
 
 void siluAndMul(const at::Tensor& out, const at::Tensor& input)
@@ -406,7 +423,7 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input)
     p.numTokens = toInt(input.size(0), op, "numTokens");
     p.d = toInt(out.size(1), op, "d");
     if (p.d == 0) return;
-    dispatch(input, op, p, &launchSiluAndMul, &ref::siluAndMulRef);
+    dispatch(input, op, p, LECTOR_LAUNCHER(launchSiluAndMul), &ref::siluAndMulRef);
 }
 
 // --- sampling ---
@@ -451,7 +468,7 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
     p.numSeqs = toInt(numSeqs, op, "numSeqs");
     p.vocabSize = toInt(logits.size(1), op, "vocab");
     p.updatePresence = updatePresence;
-    dispatch(logits, op, p, &launchSampleTokens, &ref::sampleTokensRef);
+    dispatch(logits, op, p, LECTOR_LAUNCHER(launchSampleTokens), &ref::sampleTokensRef);
 }
 
 }  // namespace lector::gpu

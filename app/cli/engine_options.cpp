@@ -23,7 +23,10 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"top-p", "P", "nucleus sampling (default off)"},
         {"repetition-penalty", "R", "repetition penalty (default 1.03, 1 = off)"},
         {"ignore-eos", "", "benchmarks: generate exactly --max-new-tokens (stop ids do not end)"},
-        {"kv-cache-tokens", "N", "hunyuan-ocr: KV cache size in tokens (default 16384 on cpu, 131072 on cuda)"},
+        {"kv-cache-tokens", "N", "hunyuan-ocr: KV cache size in tokens (default 16384 on cpu; on cuda from --gpu-memory-utilization)"},
+        {"gpu-memory-utilization", "F", "hunyuan-ocr on cuda: fraction of the GPU's memory to fill with weights + KV cache (default 0.9)"},
+        {"runner", "NAME", "hunyuan-ocr decoder: auto (default: fused kernels + CUDA graphs on cuda), fused, reference"},
+        {"no-cuda-graphs", "", "hunyuan-ocr on cuda: run decode steps eagerly (for comparison)"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 2048)"},
     };
 }
@@ -59,6 +62,13 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (config.threads == 0) config.threads = cores;
     if (auto e = args.intValue("kv-cache-tokens", 0, 16, 1 << 26, config.kvCacheTokens)) return e;
     if (auto e = args.intValue("max-tokens-per-step", 2048, 1, 1 << 20, config.maxTokensPerStep)) return e;
+    float utilization = static_cast<float>(config.gpuMemoryUtilization);
+    if (auto e = floatValue(args, "gpu-memory-utilization", utilization, 0.05f, 0.99f)) return e;
+    config.gpuMemoryUtilization = utilization;
+    config.hunyuanRunner = args.value("runner", "auto");
+    if (config.hunyuanRunner != "auto" && config.hunyuanRunner != "fused" && config.hunyuanRunner != "reference")
+        return "--runner expects auto, fused or reference, got '" + config.hunyuanRunner + "'";
+    config.cudaGraphs = !args.has("no-cuda-graphs");
     return std::nullopt;
 }
 

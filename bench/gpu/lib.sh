@@ -68,3 +68,23 @@ for l in open(sys.argv[1]):
   python3 "$SH/tools/score.py" --eval "$SH/eval-dev" --subsets sroie2019-dev "${preds[@]}" --markdown > "$W/score.md" 2>&1
   tail -$(( $# + 2 )) "$W/score.md"
 }
+
+# make_tokenizer DIR: a made-up tokenizer.json for the random model in DIR (tools/hunyuan_reference.py
+# writes none): the spotting prompt's 13 real ids as added tokens, every other id "t<id>", like
+# tests/support/tiny_hunyuan.h, so lector-cli builds the real prompt ids.
+make_tokenizer() {
+  python3 - "$1" <<'PY'
+import json, sys
+pieces = [("检测", 5055), ("并", 951), ("识别", 9977), ("图片", 12858), ("中的", 1843), ("文字", 9738), ("，", 270),
+          ("将", 934), ("文本", 8433), ("坐标", 4699), ("格式化", 68216), ("输出", 8287), ("。", 292)]
+res = {i for _, i in pieces}
+vocab = {"t%d" % i: i for i in range(120000) if i not in res}
+added = [dict(id=i, content=t, single_word=False, lstrip=False, rstrip=False, normalized=False, special=False) for t, i in pieces]
+added += [dict(id=i, content="<|special_%d|>" % i, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
+          for i in range(120000, 120818)]
+tok = {"version": "1.0", "added_tokens": added, "normalizer": None,
+       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+       "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": vocab, "merges": []}}
+json.dump(tok, open(sys.argv[1] + "/tokenizer.json", "w"), ensure_ascii=False)
+PY
+}

@@ -1,34 +1,75 @@
 #!/usr/bin/env bash
-# GPU-machine run of the HunyuanOCR continuous-batching backend on the --size full random model:
-# one request alone (latency split), then 64 pages submitted at once (pages/s, generated tokens/s), 256
-# forced new tokens each. The model folder gets a made-up tokenizer.json (the spotting prompt's 13 real
-# ids as added tokens, every other id "t<id>"), like tests/support/tiny_hunyuan.h. Same carry as run_all.sh.
+# One GPU-machine run of the HunyuanOCR serving engine (issue 4) on the --size full random model of
+# tools/hunyuan_reference.py, float16, 1024x1024 page (1058 image tokens), 256 forced new tokens:
+#   - transformers in the same run: generate() at batch 1 and 32, and the compiled static-cache decode step
+#     (run while we build, before any timing of ours);
+#   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
+#     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
+#   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
+#     70 % of the 64-page throughput with 64 to 1024 new tokens.
+# Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz.
 source "$(dirname "$0")/lib.sh"
-N=${PAGES:-64}
-( mkdir -p /tmp/pages && make_page /tmp/page_1024.png /tmp/pages/p000.ppm &&
-  for i in $(seq 1 $((N - 1))); do cp /tmp/pages/p000.ppm "$(printf '/tmp/pages/p%03d.ppm' "$i")"; done
-  timeout 120 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png --no-golden \
-    > "$W/reference.log" 2>&1
-  python3 - <<'PY'
-import json
-pieces = [("检测", 5055), ("并", 951), ("识别", 9977), ("图片", 12858), ("中的", 1843), ("文字", 9738), ("，", 270),
-          ("将", 934), ("文本", 8433), ("坐标", 4699), ("格式化", 68216), ("输出", 8287), ("。", 292)]
-res = {i for _, i in pieces}
-vocab = {"t%d" % i: i for i in range(120000) if i not in res}
-added = [dict(id=i, content=t, single_word=False, lstrip=False, rstrip=False, normalized=False, special=False) for t, i in pieces]
-added += [dict(id=i, content="<|special_%d|>" % i, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
-          for i in range(120000, 120818)]
-tok = {"version": "1.0", "added_tokens": added, "normalizer": None,
-       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
-       "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": vocab, "merges": []}}
-json.dump(tok, open("/tmp/hy/model/tokenizer.json", "w"), ensure_ascii=False)
-PY
-  ls /tmp/hy/model | head -3 ) > "$W/model.log" 2>&1 &
-MODEL=$!
-configure_lector -DLECTOR_BUILD_TESTS=OFF || exit 1
-timeout 150 ninja -C "$B" -j"$(nproc)" lector-cli > "$W/build.log" 2>&1; echo "build exit $?"; grep -E "error:" "$W/build.log" | head
-wait $MODEL; tail -2 "$W/model.log"
+T0=$(date +%s)
+step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2;
+  python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'; } > "$W/machine.txt" 2>&1
+
+step "references in the background: golden (float32), then transformers baselines (float16)"
+mkdir -p /tmp/pages
+( make_page /tmp/page_1024.png /tmp/pages/p000.ppm
+  timeout 150 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png \
+    --device cuda --dtype float32 --gen 32 > "$W/reference.log" 2>&1; echo "golden exit $?" >> "$W/reference.log"
+  make_tokenizer /tmp/hy/model
+  timeout ${BASELINE_S:-300} python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hyb --images /tmp/page_1024.png \
+    --device cuda --dtype float16 --no-golden --bench --bench-batches 1 32 --bench-attn sdpa --bench-repeats 1 \
+    --bench-compiled > "$W/baseline.log" 2>&1; echo "baseline exit $?" >> "$W/baseline.log" ) &
+REF=$!
+
+step "configure + build"
+configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
+KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
+timeout 400 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan tst_model_runner $KTESTS > "$W/build.log" 2>&1
+echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
+
+step "kernel tests + runner test (CPU references)"
+for t in $KTESTS tst_model_runner; do
+  exe=$(find "$B/tests" -name "$t" -type f -perm -u+x | head -1)
+  [ -n "$exe" ] || { echo "$t: NOT BUILT"; continue; }
+  OMP_NUM_THREADS=4 timeout 60 "$exe" > "$W/$t.log" 2>&1; echo "exit $?" >> "$W/$t.log"
+  printf '%-30s %s | %s\n' "$t" "$(grep -E '^[0-9]+ passed' "$W/$t.log" | tail -1)" "$(tail -1 "$W/$t.log")"
+  grep -E "^FAIL" -A3 "$W/$t.log" | head -8
+done
+
+step "wait for the references"
+wait $REF; tail -2 "$W/reference.log"; cat "$W/baseline.log" | grep -E "^\{|exit|Error|error" | tail -8
+for i in $(seq 1 255); do ln -sf /tmp/pages/p000.ppm "$(printf '/tmp/pages/p%03d.ppm' "$i")"; done
+G=/tmp/hy/golden_page_1024.safetensors
+
+step "fused runner: parity (float16, bfloat16) and the decode step alone"
+timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
+  --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
+echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | tail -22
+timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
+  --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
+echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
+
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
-timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 2 --no-throughput 2>&1 | tee "$W/latency.txt"
-timeout 100 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 2>&1 | tee "$W/throughput.txt"
+step "one request alone (median of 10)"
+timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
+step "64 and 256 pages at once"
+timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
+timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
+python3 - "$W" <<'PY'
+import json, sys
+for n in ("thr64", "thr256"):
+    try:
+        j = json.load(open("%s/%s.json" % (sys.argv[1], n)))
+        print(n, {k: v for k, v in j.items() if k not in ("stages_ms",)})
+    except Exception as e:
+        print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
+PY
+RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
+step "Poisson stream at $RATE req/s, 64..1024 new tokens"
+timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
+step "done"

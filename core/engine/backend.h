@@ -34,6 +34,8 @@ public:
     // Finishes a request with "cancelled" if the backend still holds it.
     virtual void cancel(RequestId id) = 0;
     virtual void cancelAll() = 0;
+    // Load figures for Engine::stats() (steps is filled by the engine).
+    virtual EngineStats stats() const { return {}; }
 };
 
 // A result for `request` with the fields every backend fills the same way: image, model, device,

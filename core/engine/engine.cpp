@@ -27,6 +27,8 @@ struct Engine::Impl {
     std::mutex liveMutex;  // guards `live`: id -> state, for cancel() from other threads
     std::unordered_map<RequestId, std::weak_ptr<RequestState>> live;
     std::thread thread;
+    mutable std::mutex statsMutex;  // guards stats: written by the engine thread, read by any
+    EngineStats stats;
 
     void run();
     void handle(EngineCommand& command, bool& shutdown);
@@ -76,6 +78,10 @@ void Engine::Impl::run()
             for (auto& r : backend->takeInFlight())
                 r->fail("recognition_failed", r->request().imageName + ": " + e.what());
         }
+        EngineStats now = backend->stats();
+        std::lock_guard lock(statsMutex);
+        now.steps = stats.steps + 1;
+        stats = now;
     }
 }
 
@@ -170,5 +176,11 @@ void Engine::shutdown() noexcept
 EngineInfo Engine::info() const { return m_impl->info; }
 
 std::size_t Engine::pendingCount() const noexcept { return m_impl->pending.load(); }
+
+EngineStats Engine::stats() const
+{
+    std::lock_guard lock(m_impl->statsMutex);
+    return m_impl->stats;
+}
 
 }  // namespace lector::engine

@@ -88,12 +88,19 @@ struct EngineConfig {
     int threads = 0;                       // CPU intra-op threads; 0 = all cores
     int maxImagesPerStep = 8;              // PP-OCR: images whose line crops are recognised together
     int maxQueued = 0;                     // 0 = unbounded; else submit() fails with "queue_full"
-    double gpuMemoryUtilization = 0.90;    // fraction of free device memory for weights + KV cache
+    double gpuMemoryUtilization = 0.90;    // fraction of the device's memory this process may fill (weights,
+                                           // activations, KV cache); sizes the KV pool when kvCacheTokens is 0
     // HunyuanOCR continuous batching (core/engine/scheduler.h): KV cache size in tokens (0 = the
-    // default: 16384 on the CPU, 131072 on CUDA), tokens per forward step, images per vision step.
+    // default: 16384 on the CPU; on CUDA what gpuMemoryUtilization leaves after the weights and an
+    // activation reserve), tokens per forward step, images per vision step.
     int kvCacheTokens = 0;
     int maxTokensPerStep = 2048;
     int maxVisionImagesPerStep = 8;
+    // HunyuanOCR decoder implementation: "auto" (the fused runner with CUDA graphs on CUDA, the libtorch
+    // reference on the CPU), "fused" (core/runner/model_runner.h; on the CPU through gpu/'s scalar
+    // references, for tests) or "reference" (core/model/hunyuan/decoder.h through the paged KV view).
+    std::string hunyuanRunner = "auto";
+    bool cudaGraphs = true;                // the fused runner replays captured graphs for decode steps
 };
 
 struct EngineInfo {
@@ -101,6 +108,17 @@ struct EngineInfo {
     std::string device;   // "cpu" / "cuda:0"
     std::string dtype;    // "float32" / "float16" / "bfloat16"
     std::vector<std::string> presets;  // presets this model can run
+};
+
+// Load of the engine, sampled after each step (HunyuanOCR's paged KV cache; zeros for PP-OCR).
+struct EngineStats {
+    int kvBlocksUsed = 0;      // KV blocks held by running sequences
+    int kvBlocksTotal = 0;     // blocks in the pool
+    int kvBlockTokens = 0;     // tokens per block
+    int runningSequences = 0;  // admitted and not finished (prefilling or decoding)
+    int waitingSequences = 0;  // accepted, waiting for blocks or vision
+    int preemptions = 0;       // since the engine started
+    long long steps = 0;       // backend steps run
 };
 
 class Engine {
@@ -124,6 +142,8 @@ public:
     EngineInfo info() const;
     // Requests accepted and not yet finished.
     std::size_t pendingCount() const noexcept;
+    // The latest snapshot of the engine's load (any thread; updated after every step).
+    EngineStats stats() const;
 
     struct Impl;
 

@@ -12,6 +12,8 @@
 #include "core/model/hunyuan/preprocess.h"
 #include "core/model/hunyuan/prompt.h"
 #include "core/model/hunyuan/weights.h"
+#include "core/kv/block_pool.h"
+#include "gpu/device.h"
 
 namespace lector::engine {
 namespace hy = model::hunyuan;
@@ -29,6 +31,32 @@ Result<void> checkModelFolder(const std::filesystem::path& dir)
             return makeError("model_not_found", (dir / f).string() + ": missing (not a HunyuanOCR model folder?)");
     }
     return {};
+}
+
+// KV cache size in tokens: the configured one, else 16384 on the CPU, else on CUDA what
+// gpuMemoryUtilization of the device leaves after what is already in use (weights, other processes)
+// and a reserve for activations (a full step's matmuls, the vision tower over a step's images, logits).
+Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, at::ScalarType dtype,
+                          const at::Device& device)
+{
+    if (config.kvCacheTokens > 0) return config.kvCacheTokens;
+    if (!device.is_cuda()) return 16384;
+    const gpu::DeviceMemory mem = gpu::deviceMemory(device);
+    if (mem.totalBytes <= 0) return 131072;
+    const std::int64_t used = mem.totalBytes - mem.freeBytes;
+    const std::int64_t reserve = std::int64_t(3) << 30;
+    const auto budget = static_cast<std::int64_t>(config.gpuMemoryUtilization * static_cast<double>(mem.totalBytes)) -
+                        used - reserve;
+    const std::int64_t perToken = kv::bytesPerBlock(t.numLayers, t.numKvHeads, t.headDim, 1,
+                                                    static_cast<int>(at::elementSize(dtype)));
+    const std::int64_t tokens = std::min<std::int64_t>(budget / std::max<std::int64_t>(perToken, 1), 1 << 22);
+    if (tokens < 4096)
+        return makeError("bad_config", "--gpu-memory-utilization " + std::to_string(config.gpuMemoryUtilization) +
+                                           " leaves room for " + std::to_string(std::max<std::int64_t>(tokens, 0)) +
+                                           " KV cache tokens on " + device.str() + " (" +
+                                           std::to_string(mem.freeBytes >> 20) + " MiB free of " +
+                                           std::to_string(mem.totalBytes >> 20) + " MiB); raise it or pass --kv-cache-tokens");
+    return static_cast<int>(tokens);
 }
 
 }  // namespace
@@ -72,8 +100,9 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
 
     // Paged KV cache: blocks of 16 tokens for every layer, K and V, in the decoder's dtype.
     const hy::TextConfig& t = backend->m_config.text;
-    const int tokens = config.kvCacheTokens > 0 ? config.kvCacheTokens : device.is_cuda() ? 131072 : 16384;
-    const int numBlocks = std::max(1, tokens / backend->m_blockSize);
+    auto tokens = kvCacheTokens(config, t, dtype, device);
+    if (!tokens.ok()) return tokens.error();
+    const int numBlocks = std::max(1, *tokens / backend->m_blockSize);
     SchedulerConfig sc;
     sc.maxTokensPerStep = std::max(1, config.maxTokensPerStep);
     sc.maxImagesPerStep = std::max(1, config.maxVisionImagesPerStep);
@@ -82,7 +111,26 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         backend->m_kv = std::make_unique<runner::PagedKvStorage>(t.numLayers, t.numKvHeads, t.headDim, numBlocks,
                                                                  backend->m_blockSize, dtype, device);
     } catch (const std::exception& e) {
-        return makeError("bad_config", "KV cache of " + std::to_string(tokens) + " tokens does not fit: " + e.what());
+        return makeError("bad_config", "KV cache of " + std::to_string(*tokens) + " tokens does not fit: " + e.what());
+    }
+    if (config.hunyuanRunner != "auto" && config.hunyuanRunner != "fused" && config.hunyuanRunner != "reference")
+        return makeError("bad_config", "unknown HunyuanOCR runner '" + config.hunyuanRunner + "' (auto, fused, reference)");
+    // The fused kernels exist for head dim 128 and 1, 2, 4 or 8 query heads per KV head on CUDA (the real
+    // model); other shapes (the tiny test model) stay on the reference decoder there.
+    const int group = t.numHeads / t.numKvHeads;
+    const bool kernelsFit = t.headDim == 128 && (group == 1 || group == 2 || group == 4 || group == 8);
+    const bool fused = config.hunyuanRunner == "fused" ||
+                       (config.hunyuanRunner == "auto" && device.is_cuda() && kernelsFit);
+    if (fused) {
+        if (device.is_cuda() && !kernelsFit)
+            return makeError("bad_config", "the fused runner has no CUDA kernels for head dim " +
+                                               std::to_string(t.headDim) + " with " + std::to_string(group) +
+                                               " query heads per KV head");
+        runner::RunnerOptions ro;
+        ro.cudaGraphs = config.cudaGraphs;
+        backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
+        backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
+        backend->m_runner->captureGraphs();
     }
     return std::unique_ptr<Backend>(std::move(backend));
 }
@@ -100,6 +148,7 @@ struct HunyuanBackend::Sequence {
     std::optional<hy::TokenLoop> loop;
     std::optional<model::StreamingDecoder> stream;
     PartialText partial;
+    int presenceRow = -1;  // DeviceSampler row (fused runner), -1 until the first sample
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     Clock::time_point prefillStart{};
 };
@@ -207,36 +256,87 @@ void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
     }
 }
 
-void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes)
+namespace {
+
+// The rows of chunk c of a sequence with L prompt tokens: token i is prompt row i for i < L, else the
+// generated id i - L (after a preemption the generated tokens are recomputed like prompt tokens).
+struct ChunkRows {
+    std::int64_t promptFrom = 0, promptTo = 0;  // [from, to) prompt rows
+    std::int64_t genFrom = 0, genTo = 0;        // [from, to) sequence indices of generated tokens
+};
+
+ChunkRows chunkRows(const StepChunk& c, std::int64_t promptLength)
 {
-    const auto stepStart = Clock::now();
+    ChunkRows r;
+    r.promptFrom = c.start;
+    r.promptTo = std::max(c.start, std::min(c.start + c.length, promptLength));
+    r.genFrom = std::max(c.start, promptLength);
+    r.genTo = std::max(r.genFrom, c.start + c.length);
+    return r;
+}
+
+}  // namespace
+
+at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks)
+{
+    const int numAxes = m_decoder->rope().numAxes();
+    runner::RunnerStep step;
+    std::vector<std::vector<std::int64_t>> axes(static_cast<size_t>(numAxes));
+    std::vector<at::Tensor> promptParts;
+    for (const StepChunk& c : chunks) {
+        Sequence& seq = *m_seqs.at(c.id);
+        const auto L = static_cast<std::int64_t>(seq.promptIds.size());
+        const ChunkRows r = chunkRows(c, L);
+        if (r.promptTo > r.promptFrom) {
+            promptParts.push_back(seq.promptEmbeds.narrow(0, r.promptFrom, r.promptTo - r.promptFrom));
+            const at::Tensor pos = seq.positions.narrow(1, r.promptFrom, r.promptTo - r.promptFrom).contiguous();
+            for (int a = 0; a < numAxes; ++a) {
+                const std::int64_t* p = pos[a].data_ptr<std::int64_t>();
+                axes[static_cast<size_t>(a)].insert(axes[static_cast<size_t>(a)].end(), p, p + pos.size(1));
+            }
+            step.tokenIds.insert(step.tokenIds.end(), static_cast<size_t>(r.promptTo - r.promptFrom), -1);
+        }
+        const auto& gen = seq.loop->result().ids;
+        for (std::int64_t i = r.genFrom; i < r.genTo; ++i) {
+            step.tokenIds.push_back(gen.at(static_cast<size_t>(i - L)));
+            for (auto& a : axes) a.push_back(i);  // decoding: every axis is the sequence index (spec §5.2)
+        }
+        runner::RunnerSequence rs;
+        rs.numNew = c.length;
+        rs.past = c.start;
+        rs.blocks = m_scheduler->blocks(c.id);
+        rs.sample = c.isDecode || c.completesPrefill;
+        step.seqs.push_back(std::move(rs));
+    }
+    for (const auto& a : axes) step.positions.insert(step.positions.end(), a.begin(), a.end());
+    if (!promptParts.empty()) step.promptEmbeds = promptParts.size() == 1 ? promptParts[0] : at::cat(promptParts);
+    return m_runner->run(step);
+}
+
+at::Tensor HunyuanBackend::forwardReference(const std::vector<StepChunk>& chunks)
+{
     const at::Device device = m_decoder->device();
     const int numAxes = m_decoder->rope().numAxes();
     std::vector<at::Tensor> embeds, positions;
     std::vector<runner::StepSequence> stepSeqs;
     std::vector<std::int64_t> sampleRows;  // batch row whose logits give the next token, per sampling chunk
-    std::vector<SeqId> sampleIds;
     std::int64_t offset = 0;
     for (const StepChunk& c : chunks) {
         Sequence& seq = *m_seqs.at(c.id);
-        if (seq.prefillStart == Clock::time_point{}) seq.prefillStart = stepStart;  // its first chunk
         const auto L = static_cast<std::int64_t>(seq.promptIds.size());
-        // Token i of the sequence: a prompt row for i < L, else generated id i - L (after a preemption
-        // the generated tokens are recomputed like prompt tokens).
-        const std::int64_t promptEnd = std::min(c.start + c.length, L);
-        if (c.start < promptEnd) {
-            embeds.push_back(seq.promptEmbeds.narrow(0, c.start, promptEnd - c.start));
-            positions.push_back(seq.positions.narrow(1, c.start, promptEnd - c.start));
+        const ChunkRows r = chunkRows(c, L);
+        if (r.promptTo > r.promptFrom) {
+            embeds.push_back(seq.promptEmbeds.narrow(0, r.promptFrom, r.promptTo - r.promptFrom));
+            positions.push_back(seq.positions.narrow(1, r.promptFrom, r.promptTo - r.promptFrom));
         }
-        if (c.start + c.length > L) {
-            const std::int64_t from = std::max(c.start, L);
+        if (r.genTo > r.genFrom) {
             const auto& gen = seq.loop->result().ids;
             std::vector<int> ids;
-            for (std::int64_t i = from; i < c.start + c.length; ++i) ids.push_back(gen.at(static_cast<size_t>(i - L)));
+            for (std::int64_t i = r.genFrom; i < r.genTo; ++i) ids.push_back(gen.at(static_cast<size_t>(i - L)));
             auto e = m_decoder->embed(ids, at::Tensor(), /*imageTokenId=*/-1);
             if (!e.ok()) throw std::runtime_error(e.error().message);
             embeds.push_back(*e);
-            positions.push_back(hy::sequentialPositionIds(from, c.start + c.length - from, numAxes));
+            positions.push_back(hy::sequentialPositionIds(r.genFrom, r.genTo - r.genFrom, numAxes));
         }
         runner::StepSequence s;
         s.offset = offset;
@@ -245,26 +345,81 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
         s.slots = m_scheduler->slots(c.id, c.start + c.length);
         stepSeqs.push_back(std::move(s));
         offset += c.length;
-        if (c.isDecode || c.completesPrefill) {
-            sampleRows.push_back(offset - 1);
-            sampleIds.push_back(c.id);
-        }
+        if (c.isDecode || c.completesPrefill) sampleRows.push_back(offset - 1);
     }
     runner::StepKvCache cache(*m_kv, std::move(stepSeqs));
     const at::Tensor x = at::cat(embeds).to(device);
     const at::Tensor pos = at::cat(positions, 1).to(device);
     const at::Tensor hidden = m_decoder->forward(x, pos, cache);  // [T, hidden]
-    at::Tensor logits;
-    if (!sampleRows.empty())
-        logits = m_decoder->logits(hidden.index_select(
-            0, at::tensor(sampleRows, at::TensorOptions().dtype(at::kLong)).to(device)));  // [S, vocab]
+    if (sampleRows.empty()) return at::Tensor();
+    return m_decoder->logits(
+        hidden.index_select(0, at::tensor(sampleRows, at::TensorOptions().dtype(at::kLong)).to(device)));  // [S, vocab]
+}
+
+std::vector<int> HunyuanBackend::sampleNext(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
+                                            const at::Tensor& logits)
+{
+    std::vector<int> next(ids.size(), -1);
+    std::vector<runner::DeviceSampling> onDevice;
+    std::vector<std::int64_t> deviceRows;
+    for (size_t k = 0; k < ids.size(); ++k) {
+        Sequence& seq = *m_seqs.at(ids[k]);
+        const SamplingParams& sp = seq.state->request().sampling;
+        // Top-p has no device kernel: those sequences draw on the host.
+        if (!m_sampler || sp.topP < 1.0f) {
+            next[k] = seq.loop->sample(logits[static_cast<std::int64_t>(k)]);
+            continue;
+        }
+        if (seq.presenceRow < 0) seq.presenceRow = m_sampler->acquireRow();
+        if (freshPrefill[k]) {
+            // The penalty's ids: the prompt and whatever was generated before a preemption.
+            std::vector<int> history = seq.promptIds;
+            const auto& gen = seq.loop->result().ids;
+            history.insert(history.end(), gen.begin(), gen.end());
+            m_sampler->resetRow(seq.presenceRow, history);
+        }
+        runner::DeviceSampling d;
+        d.row = seq.presenceRow;
+        d.temperature = sp.temperature;
+        d.topK = sp.topK;
+        d.repetitionPenalty = sp.repetitionPenalty;
+        d.seed = static_cast<std::int64_t>(sp.seed);
+        d.offset = seq.loop->result().timings.numNewTokens;
+        onDevice.push_back(d);
+        deviceRows.push_back(static_cast<std::int64_t>(k));
+    }
+    if (!onDevice.empty()) {
+        const bool all = onDevice.size() == ids.size();
+        const at::Tensor rows =
+            all ? logits
+                : logits.index_select(0, at::tensor(deviceRows, at::TensorOptions().dtype(at::kLong)).to(logits.device()));
+        const std::vector<std::int64_t> tokens = m_sampler->sample(rows, onDevice);
+        for (size_t j = 0; j < tokens.size(); ++j) next[static_cast<size_t>(deviceRows[j])] = static_cast<int>(tokens[j]);
+    }
+    return next;
+}
+
+void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes)
+{
+    const auto stepStart = Clock::now();
+    std::vector<SeqId> sampleIds;
+    std::vector<bool> freshPrefill;
+    for (const StepChunk& c : chunks) {
+        Sequence& seq = *m_seqs.at(c.id);
+        if (seq.prefillStart == Clock::time_point{}) seq.prefillStart = stepStart;  // its first chunk
+        if (c.isDecode || c.completesPrefill) {
+            sampleIds.push_back(c.id);
+            freshPrefill.push_back(!c.isDecode);
+        }
+    }
+    const at::Tensor logits = m_runner ? forwardFused(chunks) : forwardReference(chunks);
+    const std::vector<int> next = sampleIds.empty() ? std::vector<int>() : sampleNext(sampleIds, freshPrefill, logits);
     const double stepMs = msSince(stepStart);
 
     for (size_t k = 0; k < sampleIds.size(); ++k) {
         Sequence& seq = *m_seqs.at(sampleIds[k]);
         RequestState& state = *seq.state;
         const Request& req = state.request();
-        const int next = seq.loop->sample(logits[static_cast<int64_t>(k)]);
         auto onToken = [&](int id) {
             if (req.stream && state.callbacks().onPartial) {
                 std::string delta = seq.stream->push(id);
@@ -284,7 +439,7 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
             seq.decodeMs += stepMs;
             ++seq.loop->result().timings.numDecodeSteps;
         }
-        const bool done = seq.loop->accept(next, onToken);
+        const bool done = seq.loop->accept(next[k], onToken);
         outcomes.push_back({sampleIds[k], true, done});
     }
     // Chunks that did not sample (a prefill in the middle of the prompt) still report in.
@@ -292,13 +447,21 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
         if (!c.isDecode && !c.completesPrefill) outcomes.push_back({c.id, false, false});
 }
 
-void HunyuanBackend::finishSequence(SeqId id)
+std::unique_ptr<HunyuanBackend::Sequence> HunyuanBackend::detach(SeqId id)
 {
     auto it = m_seqs.find(id);
-    if (it == m_seqs.end()) return;
+    if (it == m_seqs.end()) return nullptr;
     std::unique_ptr<Sequence> seq = std::move(it->second);
     m_seqs.erase(it);
     m_scheduler->cancel(id);  // no-op when the scheduler already let it go
+    if (m_sampler) m_sampler->releaseRow(seq->presenceRow);
+    return seq;
+}
+
+void HunyuanBackend::finishSequence(SeqId id)
+{
+    std::unique_ptr<Sequence> seq = detach(id);
+    if (!seq) return;
     RequestState& state = *seq->state;
     const Request& req = state.request();
     const hy::GenerationResult& gen = seq->loop->result();
@@ -326,25 +489,15 @@ void HunyuanBackend::finishSequence(SeqId id)
 
 void HunyuanBackend::dropSequence(SeqId id, const std::string& code, const std::string& message)
 {
-    auto it = m_seqs.find(id);
-    if (it == m_seqs.end()) return;
-    RequestPtr state = it->second->state;
-    m_seqs.erase(it);
-    m_scheduler->cancel(id);
-    state->fail(code, message);
+    if (std::unique_ptr<Sequence> seq = detach(id)) seq->state->fail(code, message);
 }
 
 std::vector<RequestPtr> HunyuanBackend::takeInFlight()
 {
     // The step threw: the engine fails these requests; forget them here (and free their blocks).
     std::vector<RequestPtr> out;
-    for (SeqId id : m_stepIds) {
-        auto it = m_seqs.find(id);
-        if (it == m_seqs.end()) continue;
-        out.push_back(it->second->state);
-        m_seqs.erase(it);
-        m_scheduler->cancel(id);
-    }
+    for (SeqId id : m_stepIds)
+        if (std::unique_ptr<Sequence> seq = detach(id)) out.push_back(seq->state);
     m_stepIds.clear();
     return out;
 }
@@ -353,6 +506,18 @@ void HunyuanBackend::cancel(RequestId id)
 {
     if (auto it = m_seqs.find(id); it != m_seqs.end())
         dropSequence(id, "cancelled", it->second->state->request().imageName + ": cancelled");
+}
+
+EngineStats HunyuanBackend::stats() const
+{
+    EngineStats s;
+    s.kvBlocksUsed = m_scheduler->pool().numUsed();
+    s.kvBlocksTotal = m_scheduler->pool().numBlocks();
+    s.kvBlockTokens = m_blockSize;
+    s.runningSequences = m_scheduler->numRunning();
+    s.waitingSequences = m_scheduler->numWaiting();
+    s.preemptions = m_scheduler->numPreemptions();
+    return s;
 }
 
 void HunyuanBackend::cancelAll()

@@ -3,8 +3,9 @@
 // prompt embeddings are kept until the request ends, so a preempted request recomputes only its decoder
 // part), then ONE decoder forward over every scheduled prefill chunk and decode token through a paged KV
 // cache (core/runner/paged_kv.h), then sampling, streaming and, for finished requests, output parsing
-// into the result schema. On the CPU in float32 this reproduces the single-sequence reference path
-// (generation.h) token for token; on CUDA it runs libtorch's ops in float16 / bfloat16.
+// into the result schema. On CUDA the decoder runs on the fused runner (gpu/ kernels, CUDA graphs for
+// decode steps) with sampling on the device; on the CPU it is the libtorch reference decoder in float32,
+// which reproduces the single-sequence reference path (generation.h) token for token.
 // Engine thread only (accepts() and info() from any thread).
 #pragma once
 
@@ -20,6 +21,8 @@
 #include "core/model/hunyuan/preprocess.h"
 #include "core/model/hunyuan/vision_tower.h"
 #include "core/model/tokenizer.h"
+#include "core/runner/device_sampler.h"
+#include "core/runner/model_runner.h"
 #include "core/runner/paged_kv.h"
 
 namespace lector::engine {
@@ -39,6 +42,7 @@ public:
     std::vector<RequestPtr> takeInFlight() override;
     void cancel(RequestId id) override;
     void cancelAll() override;
+    EngineStats stats() const override;
 
     // Metrics for tests and benchmarks.
     int numPreemptions() const { return m_scheduler->numPreemptions(); }
@@ -49,6 +53,14 @@ private:
     HunyuanBackend() = default;
     void runVision(const std::vector<SeqId>& ids);
     void runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes);
+    // The forward of a step: the fused runner, or the reference decoder through the paged KV view.
+    // Logits [sampled chunks, vocab] float32 on the model's device, in chunk order.
+    at::Tensor forwardFused(const std::vector<StepChunk>& chunks);
+    at::Tensor forwardReference(const std::vector<StepChunk>& chunks);
+    // Next token of every sampled chunk (in order), on the device where it can be.
+    std::vector<int> sampleNext(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
+                                const at::Tensor& logits);
+    std::unique_ptr<Sequence> detach(SeqId id);  // removes it from m_seqs and the scheduler
     void finishSequence(SeqId id);
     void dropSequence(SeqId id, const std::string& code, const std::string& message);
 
@@ -60,6 +72,8 @@ private:
     EngineInfo m_info;
     std::unique_ptr<Scheduler> m_scheduler;
     std::unique_ptr<runner::PagedKvStorage> m_kv;
+    std::unique_ptr<runner::ModelRunner> m_runner;     // set when the fused runner serves the decoder
+    std::unique_ptr<runner::DeviceSampler> m_sampler;  // with m_runner
     int m_blockSize = 16;
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)

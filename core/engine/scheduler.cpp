@@ -100,6 +100,13 @@ std::vector<std::int64_t> Scheduler::slots(SeqId id, std::int64_t numTokens) con
     return out;
 }
 
+const std::vector<int>& Scheduler::blocks(SeqId id) const
+{
+    static const std::vector<int> none;
+    auto it = m_seqs.find(id);
+    return it == m_seqs.end() ? none : it->second.table.blocks();
+}
+
 // --- private ---
 
 std::int64_t Scheduler::targetTokens(const Seq& s) const

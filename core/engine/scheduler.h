@@ -102,6 +102,9 @@ public:
     // Cache slots of tokens 0 .. numTokens-1 of `id`, from its block table (after schedule(), every chunk
     // of the plan has its blocks through start + length). Empty for an unknown id.
     std::vector<std::int64_t> slots(SeqId id, std::int64_t numTokens) const;
+    // The block ids of `id`'s table in token order (empty for an unknown id): token t lives in slot
+    // blocks[t / blockSize] * blockSize + t % blockSize.
+    const std::vector<int>& blocks(SeqId id) const;
     // Number of preemptions so far (metrics, tests).
     int numPreemptions() const { return m_numPreemptions; }
 

@@ -4,10 +4,15 @@
 // machine it runs on the tiny fixture model in float32 (then the parity figures must be ~1e-5).
 //   bench_hunyuan --model DIR --image PNG [--golden FILE] [--device cpu|cuda] [--dtype float32|float16|bfloat16]
 //                 [--gen 32] [--new-tokens 256] [--repeats 10] [--threads N]
+//                 [--runner fused] [--decode-batches 1,32] [--context 1076]
 // Parity (with --golden): image embeddings and last-position logits as relative L2 error, the prefill
 // ids, and the greedy decode (no penalty, like the reference) compared step by step with the
 // reference's top-2 margin at the first step that differs. Timing: median of --repeats requests of
 // --new-tokens forced tokens, split into preprocess / vision / prefill / decode.
+// --runner fused: the serving engine's decoder (core/runner/model_runner: fused kernels, paged KV cache,
+// CUDA graphs for decode) gets the same parity checks (prefill logits, greedy decode through graphed
+// decode steps), then one decode step alone at each of --decode-batches sequences of --context cached
+// tokens, with and without CUDA graphs (median of 50 steps, host work included).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -31,6 +36,8 @@
 #include "core/model/hunyuan/vision_tower.h"
 #include "core/model/hunyuan/weights.h"
 #include "core/model/safetensors.h"
+#include "core/runner/model_runner.h"
+#include "core/runner/paged_kv.h"
 
 using namespace lector;
 using namespace lector::model::hunyuan;
@@ -54,6 +61,20 @@ double relErr(const at::Tensor& ours, const at::Tensor& ref)
     return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
 }
 
+std::vector<std::string> split(const std::string& s)
+{
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        const size_t comma = s.find(',', start);
+        const std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!part.empty()) out.push_back(part);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
 double median(std::vector<double> v)
 {
     if (v.empty()) return 0;
@@ -75,6 +96,121 @@ T must(Result<T> r, const char* what)
 }
 
 }  // namespace
+
+// A decode-only step of `batch` sequences with `context` cached tokens each (sequence i owns blocks
+// i * blocksPerSeq ..), as the engine builds it.
+runner::RunnerStep decodeStep(int batch, int context, int blockSize, int numAxes)
+{
+    const int blocksPerSeq = (context + 1 + blockSize - 1) / blockSize;
+    runner::RunnerStep step;
+    for (int i = 0; i < batch; ++i) {
+        runner::RunnerSequence s;
+        s.numNew = 1;
+        s.past = context;
+        for (int b = 0; b < blocksPerSeq; ++b) s.blocks.push_back(i * blocksPerSeq + b);
+        s.sample = true;
+        step.seqs.push_back(std::move(s));
+        step.tokenIds.push_back(1000 + i);
+    }
+    for (int a = 0; a < numAxes; ++a)
+        for (int i = 0; i < batch; ++i) step.positions.push_back(context);
+    return step;
+}
+
+// The fused runner: parity against the golden file (when given) and the decode step alone.
+bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const VisionEncoder& vision, const Image& image,
+                 std::map<std::string, std::string>& opt, const at::Device& device, at::ScalarType dtype)
+{
+    const TextConfig& t = config.text;
+    const int bs = 16, numAxes = decoder.rope().numAxes(), context = std::stoi(opt.count("context") ? opt["context"] : "1076");
+    std::vector<int> batches;
+    for (const std::string& b : split(opt.count("decode-batches") ? opt["decode-batches"] : "1,32")) batches.push_back(std::stoi(b));
+    const int maxBatch = *std::max_element(batches.begin(), batches.end());
+    const int blocksPerSeq = (context + 1 + bs - 1) / bs;
+    const int numBlocks = std::max(maxBatch * blocksPerSeq, 256);
+    runner::PagedKvStorage kv(t.numLayers, t.numKvHeads, t.headDim, numBlocks, bs, dtype, device);
+    runner::ModelRunner graphed(decoder, kv);
+    const auto c0 = Clock::now();
+    const int numGraphs = graphed.captureGraphs();
+    std::printf("## fused runner (core/runner/model_runner)\n\n%d CUDA graphs captured in %.0f ms\n\n", numGraphs, msSince(c0));
+
+    bool ok = true;
+    if (opt.count("golden")) {
+        auto file = must(model::SafetensorsFile::open(opt["golden"]), "golden");
+        const PreprocessedImage pre = must(preprocessImage(image, config.preprocess), "preprocess");
+        const at::Tensor imageEmbeds = vision.encode(pre);
+        const PromptLayout layout = must(imagePromptLayout(config, kSpottingIds, {pre.gridH, pre.gridW}), "prompt");
+        const auto L = static_cast<std::int64_t>(layout.ids.size());
+        const int gen = std::stoi(opt["gen"]);
+        runner::RunnerStep prefill;
+        runner::RunnerSequence s;
+        s.numNew = L;
+        for (std::int64_t b = 0; b < (L + gen + bs - 1) / bs; ++b) s.blocks.push_back(static_cast<int>(b));
+        s.sample = true;
+        prefill.seqs.push_back(s);
+        prefill.tokenIds.assign(static_cast<size_t>(L), -1);
+        prefill.promptEmbeds = must(decoder.embed(layout.ids, imageEmbeds, config.tokens.image), "embed");
+        const at::Tensor pos = layout.positionIds.contiguous();
+        prefill.positions.assign(pos.data_ptr<std::int64_t>(), pos.data_ptr<std::int64_t>() + pos.numel());
+        const at::Tensor logits = graphed.run(prefill).flatten();
+        const at::Tensor refLogits = file->tensor("last_logits").to(at::kFloat);
+        const double logitErr = relErr(logits, refLogits);
+        const double logitMaxAbs = (logits.cpu() - refLogits).abs().max().item<double>();
+        // Greedy (no penalty, like the reference) through decode steps: graph replays on CUDA.
+        std::vector<std::int64_t> ids{logits.argmax().item<std::int64_t>()};
+        for (int k = 1; k < gen; ++k) {
+            runner::RunnerStep step;
+            runner::RunnerSequence d;
+            d.numNew = 1;
+            d.past = L + k - 1;
+            d.blocks = s.blocks;
+            d.sample = true;
+            step.seqs.push_back(d);
+            step.tokenIds.push_back(ids.back());
+            for (int a = 0; a < numAxes; ++a) step.positions.push_back(d.past);
+            ids.push_back(graphed.run(step).flatten().argmax().item<std::int64_t>());
+        }
+        const auto refGreedy = file->tensor("greedy_ids").to(at::kLong);
+        const auto margins = file->tensor("greedy_margins").to(at::kFloat);
+        const int n = std::min<int>(gen, static_cast<int>(refGreedy.numel()));
+        int agree = 0;
+        while (agree < n && ids[static_cast<size_t>(agree)] == refGreedy[agree].item<int64_t>()) ++agree;
+        const double marginAtSplit = agree < n ? margins[agree].item<float>() : 0.0;
+        const double flipTol = std::max(0.05, 4 * logitMaxAbs);
+        const bool greedyOk = agree == n || marginAtSplit <= flipTol;
+        const double tol = dtype == at::kFloat ? 1e-3 : 2e-2;
+        ok = logitErr >= 0 && logitErr < tol && greedyOk;
+        std::printf("| check (fused runner) | value | limit | ok |\n|---|---|---|---|\n");
+        std::printf("| last logits rel. L2 | %.2e | %.0e | %s |\n", logitErr, tol, logitErr >= 0 && logitErr < tol ? "yes" : "NO");
+        std::printf("| last logits max abs | %.3f | | |\n", logitMaxAbs);
+        std::printf("| greedy steps equal | %d / %d | split only where margin <= %.3f | %s |\n", agree, n, flipTol, greedyOk ? "yes" : "NO");
+        if (agree < n) std::printf("| reference margin at the first split | %.4f | | |\n", marginAtSplit);
+        std::printf("\n");
+    }
+
+    runner::RunnerOptions eagerOptions;
+    eagerOptions.cudaGraphs = false;
+    runner::ModelRunner eager(decoder, kv, eagerOptions);
+    std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s |\n|---|---|---|---|\n", context);
+    for (int b : batches) {
+        const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
+        double ms[2] = {0, 0};
+        runner::ModelRunner* runners[2] = {&graphed, &eager};
+        for (int r = 0; r < 2; ++r) {
+            for (int w = 0; w < 3; ++w) sync(runners[r]->run(step));
+            std::vector<double> times;
+            for (int k = 0; k < 50; ++k) {
+                const auto s0 = Clock::now();
+                sync(runners[r]->run(step));
+                times.push_back(msSince(s0));
+            }
+            ms[r] = median(times);
+        }
+        std::printf("| batch %d | %.3f | %.3f | %.0f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9));
+    }
+    std::printf("\n");
+    return ok;
+}
 
 int main(int argc, char** argv)
 {
@@ -178,6 +314,8 @@ int main(int argc, char** argv)
         if (agree < n) std::printf("| reference margin at the first split | %.4f | | |\n", marginAtSplit);
         std::printf("\n");
     }
+
+    if (opt["runner"] == "fused") parityOk = benchRunner(decoder, config, vision, image, opt, device, dtype) && parityOk;
 
     if (repeats > 0) {
         GenerationConfig g = defaultGenerationConfig(config);

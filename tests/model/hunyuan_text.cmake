@@ -17,3 +17,4 @@ lector_target_warnings(bench_hunyuan)
 
 # Continuous batching (scheduler + paged KV + batched backend) against the single-sequence reference.
 lector_add_test(NAME tst_hunyuan_engine SOURCES ${CMAKE_CURRENT_LIST_DIR}/tst_hunyuan_engine.cpp LABELS model)
+lector_add_test(NAME tst_model_runner SOURCES ${CMAKE_CURRENT_LIST_DIR}/tst_model_runner.cpp LABELS model)

@@ -106,7 +106,7 @@ RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNe
     return std::make_shared<RequestState>(id, std::move(req), std::move(cb), [] {});
 }
 
-std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep)
+std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep, const std::string& runner = "auto")
 {
     EngineConfig config;
     config.model = "hunyuan-ocr";
@@ -114,17 +114,18 @@ std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep)
     config.kvCacheTokens = kvTokens;
     config.maxTokensPerStep = tokensPerStep;
     config.maxVisionImagesPerStep = 2;
+    config.hunyuanRunner = runner;
     auto backend = must(HunyuanBackend::create(config));
     return std::unique_ptr<HunyuanBackend>(static_cast<HunyuanBackend*>(backend.release()));
 }
 
-}  // namespace
-
-LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
+// Six requests at once through the backend with the given decoder runner; each must give exactly what
+// the single-sequence reference gives for it.
+void checkBatchedAgainstReference(const std::string& runner)
 {
     const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
     // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
-    auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160);
+    auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner);
     Collected out;
     struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
     const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
@@ -158,6 +159,15 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference)
             LECTOR_CHECK_NEAR(r.timing("per_token") * double(r.tokens->generated - 1), r.timing("decode"), 0.2 + 0.01 * r.timing("decode"));
     }
 }
+
+}  // namespace
+
+LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference) { checkBatchedAgainstReference("reference"); }
+
+// The GPU engine's decoder (core/runner/model_runner: fused norm / rotary / SiLU ops, paged K/V write and
+// paged prefill + decode attention, device-side sampling with the repetition penalty) run through gpu/'s
+// CPU references: same batches, same preemptions, same tokens as the reference.
+LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
 
 LECTOR_TEST(cancellingFreesBlocksAtOnce)
 {

@@ -110,7 +110,7 @@ public:
     // A fresh ContiguousKvCache for this decoder with room for reserveTokens.
     std::unique_ptr<KvCache> makeCache(int64_t reserveTokens = 0) const;
 
-private:
+    // The weights of one layer, in the decoder's dtype on its device (the GPU model runner reads them).
     struct Layer {
         at::Tensor inputNorm;   // [hidden]
         at::Tensor qkvProj;     // [(numHeads + 2 * numKvHeads) * headDim, hidden]: q, k, v rows stacked
@@ -121,7 +121,12 @@ private:
         at::Tensor gateUpProj;  // [2 * intermediate, hidden]: gate rows then up rows
         at::Tensor downProj;    // [hidden, intermediate]
     };
+    const std::vector<Layer>& layers() const { return m_layers; }
+    const at::Tensor& embedTokens() const { return m_embedTokens; }  // [vocab, hidden]
+    const at::Tensor& lmHead() const { return m_lmHead; }            // [vocab, hidden]
+    const at::Tensor& finalNorm() const { return m_finalNorm; }      // [hidden]
 
+private:
     TextDecoder(const TextConfig& config, at::ScalarType dtype, at::Device device);
     static Result<Layer> loadLayer(const WeightStore& store, const TextConfig& config, int layerIdx,
                                    at::ScalarType dtype, at::Device device);

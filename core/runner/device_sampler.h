@@ -1,0 +1,44 @@
+// DeviceSampler: the next token of many sequences at once on the logits' device (gpu::sampleTokens:
+// repetition penalty, temperature, greedy or top-k), so a step copies [S] token ids to the host instead
+// of [S, vocab] logits. Each sequence owns a row of a presence bitmap [rows, vocab] (uint8) marking the
+// ids the penalty applies to (prompt + generated); the chosen tokens are marked after each draw.
+// Top-p is not done on the device: the backend samples such sequences on the host (Sampler).
+// Threads: engine thread only.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace lector::runner {
+
+struct DeviceSampling {
+    int row = -1;                  // presence row (acquireRow())
+    float temperature = 0.0f;      // <= 0: greedy
+    int topK = 0;                  // 0: whole vocabulary
+    float repetitionPenalty = 1.0f;
+    std::int64_t seed = 0;
+    std::int64_t offset = 0;       // tokens this sequence has drawn so far (the draw counter)
+};
+
+class DeviceSampler {
+public:
+    DeviceSampler(std::int64_t vocabSize, at::Device device);
+
+    int acquireRow();
+    void releaseRow(int row);
+    // presence[row] = the distinct ids of `ids` (ids outside the vocabulary are ignored).
+    void resetRow(int row, const std::vector<int>& ids);
+
+    // Tokens for logits [S, vocab] (float32, one row per entry of params, same order).
+    std::vector<std::int64_t> sample(const at::Tensor& logits, const std::vector<DeviceSampling>& params);
+
+private:
+    std::int64_t m_vocab;
+    at::Device m_device;
+    at::Tensor m_presence;  // [capacity, vocab] uint8
+    std::vector<int> m_freeRows;
+};
+
+}  // namespace lector::runner

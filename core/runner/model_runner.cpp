@@ -1,0 +1,316 @@
+// ModelRunner (see model_runner.h). Central idea: everything a step needs besides the weights and the
+// cache — ids, positions, slots, block table, query offsets, context lengths, rows to sample — is a few
+// small integer arrays; they travel to the device in two copies, and a decode step's arrays are copied
+// into the static inputs of a captured graph instead, so the host issues a handful of operations per
+// step rather than hundreds of kernel launches.
+#include "core/runner/model_runner.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/common/assert.h"
+#include "core/model/hunyuan/prompt.h"
+#include "gpu/device.h"
+#include "gpu/ops.h"
+
+namespace lector::runner {
+namespace hy = model::hunyuan;
+
+namespace {
+
+constexpr int kGraphPartitionSmall = 128;  // split-K partition for graphed decodes of few sequences
+constexpr int kGraphPartitionLarge = 512;  // ... and for many (the kernel's best at batch 64, gpu/ notes)
+
+at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
+{
+    // Pinned host memory lets the copy to the device run asynchronously; the caching host allocator
+    // keeps the block alive until that copy has completed.
+    return at::TensorOptions().dtype(type).pinned_memory(device.is_cuda());
+}
+
+}  // namespace
+
+std::vector<int> graphBatchSizes(int maxBatch)
+{
+    std::vector<int> sizes;
+    for (int b : {1, 2, 4, 8})
+        if (b <= maxBatch) sizes.push_back(b);
+    for (int b = 16; b <= std::min(64, maxBatch); b += 8) sizes.push_back(b);
+    for (int b = 96; b <= maxBatch; b += 32) sizes.push_back(b);
+    return sizes;
+}
+
+// --- metadata ---
+
+struct ModelRunner::Metadata {
+    std::int64_t numRows = 0, numSeqs = 0, maxQueryLen = 0, maxContextLen = 0;
+    bool decodeOnly = false;
+    at::Tensor ids;          // [n] int64 (-1 for prompt rows)
+    at::Tensor positions;    // [numAxes, n] int64
+    at::Tensor slots;        // [n] int64
+    at::Tensor promptRows;   // [P] int64: rows filled from promptEmbeds (undefined if none)
+    at::Tensor sampleRows;   // [S] int64, undefined when every row is sampled (decode-only, all sampling)
+    at::Tensor blockTable;   // [numSeqs, maxBlocks] int32
+    at::Tensor cuSeqlensQ;   // [numSeqs + 1] int32
+    at::Tensor contextLens;  // [numSeqs] int32
+};
+
+struct ModelRunner::DecodeGraph {
+    gpu::CudaGraph graph;
+    at::Tensor logits;  // [batch, vocab] float32, written by every replay
+};
+
+ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options)
+    : m_decoder(decoder), m_kv(kv), m_options(options)
+{
+    c10::InferenceMode inference;
+    const hy::TextConfig& c = decoder.config();
+    LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
+    m_sections = c.xdropeSection;
+    m_scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+    // Rotary tables for every position, all axes equal: frequency j's angle is pos * invFreq[j] whatever
+    // axis it reads, so one row per position serves every axis (the kernel picks the row per axis).
+    const int numAxes = decoder.rope().numAxes();
+    const std::int64_t maxPos = std::max(c.maxPositionEmbeddings, 1);
+    const at::Tensor pos = at::arange(maxPos, at::kLong).unsqueeze(0).expand({numAxes, maxPos}).contiguous();
+    const auto [cos, sin] = decoder.rope().cosSin(pos, decoder.dtype());  // [maxPos, headDim] each
+    const std::int64_t half = c.headDim / 2;
+    m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
+}
+
+ModelRunner::~ModelRunner() = default;
+
+ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
+{
+    const at::Device device = m_decoder.device();
+    const int numAxes = m_decoder.rope().numAxes();
+    const int bs = m_kv.blockSize();
+    Metadata m;
+    m.numRows = static_cast<std::int64_t>(step.tokenIds.size());
+    m.numSeqs = static_cast<std::int64_t>(step.seqs.size());
+    LECTOR_ASSERT(static_cast<std::int64_t>(step.positions.size()) == numAxes * m.numRows);
+    std::vector<std::int64_t> promptRows, sampleRows, slots;
+    for (std::int64_t r = 0; r < m.numRows; ++r)
+        if (step.tokenIds[static_cast<size_t>(r)] < 0) promptRows.push_back(r);
+    std::int64_t row = 0;
+    bool allSample = true;
+    for (const RunnerSequence& s : step.seqs) {
+        LECTOR_ASSERT(static_cast<std::int64_t>(s.blocks.size()) * bs >= s.past + s.numNew && s.numNew > 0);
+        for (std::int64_t t = s.past; t < s.past + s.numNew; ++t)
+            slots.push_back(static_cast<std::int64_t>(s.blocks[static_cast<size_t>(t / bs)]) * bs + t % bs);
+        row += s.numNew;
+        if (s.sample) sampleRows.push_back(row - 1);
+        allSample = allSample && s.sample;
+        m.maxQueryLen = std::max(m.maxQueryLen, s.numNew);
+        m.maxContextLen = std::max(m.maxContextLen, s.past + s.numNew);
+    }
+    LECTOR_ASSERT(row == m.numRows);
+    m.decodeOnly = m.maxQueryLen == 1;
+    const std::int64_t maxBlocks = std::max<std::int64_t>(1, (m.maxContextLen + bs - 1) / bs);
+
+    // int64 part: ids | positions | slots | promptRows | sampleRows.
+    const std::int64_t n = m.numRows, P = static_cast<std::int64_t>(promptRows.size()),
+                       S = static_cast<std::int64_t>(sampleRows.size());
+    at::Tensor h64 = at::empty({n * (2 + numAxes) + P + S}, hostOptions(at::kLong, device));
+    std::int64_t* p = h64.data_ptr<std::int64_t>();
+    p = std::copy(step.tokenIds.begin(), step.tokenIds.end(), p);
+    p = std::copy(step.positions.begin(), step.positions.end(), p);
+    p = std::copy(slots.begin(), slots.end(), p);
+    p = std::copy(promptRows.begin(), promptRows.end(), p);
+    std::copy(sampleRows.begin(), sampleRows.end(), p);
+    // int32 part: blockTable | cuSeqlensQ | contextLens.
+    at::Tensor h32 = at::zeros({m.numSeqs * maxBlocks + 2 * m.numSeqs + 1}, hostOptions(at::kInt, device));
+    std::int32_t* q = h32.data_ptr<std::int32_t>();
+    std::int32_t* cu = q + m.numSeqs * maxBlocks;
+    std::int32_t* lens = cu + m.numSeqs + 1;
+    cu[0] = 0;
+    for (std::int64_t i = 0; i < m.numSeqs; ++i) {
+        const RunnerSequence& s = step.seqs[static_cast<size_t>(i)];
+        const std::int64_t used = (s.past + s.numNew + bs - 1) / bs;
+        std::copy(s.blocks.begin(), s.blocks.begin() + used, q + i * maxBlocks);
+        cu[i + 1] = cu[i] + static_cast<std::int32_t>(s.numNew);
+        lens[i] = static_cast<std::int32_t>(s.past + s.numNew);
+    }
+    const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
+    const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
+    m.ids = d64.narrow(0, 0, n);
+    m.positions = d64.narrow(0, n, numAxes * n).view({numAxes, n});
+    m.slots = d64.narrow(0, n * (1 + numAxes), n);
+    if (P > 0) m.promptRows = d64.narrow(0, n * (2 + numAxes), P);
+    if (!(allSample && m.decodeOnly)) m.sampleRows = d64.narrow(0, n * (2 + numAxes) + P, S);
+    m.blockTable = d32.narrow(0, 0, m.numSeqs * maxBlocks).view({m.numSeqs, maxBlocks});
+    m.cuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks, m.numSeqs + 1);
+    m.contextLens = d32.narrow(0, m.numSeqs * maxBlocks + m.numSeqs + 1, m.numSeqs);
+    return m;
+}
+
+at::Tensor ModelRunner::embedRows(const Metadata& meta, const at::Tensor& promptEmbeds) const
+{
+    at::Tensor x = at::embedding(m_decoder.embedTokens(), meta.ids.clamp_min(0));  // [n, hidden]
+    if (meta.promptRows.defined()) {
+        LECTOR_ASSERT(promptEmbeds.defined() && promptEmbeds.size(0) == meta.promptRows.size(0));
+        x.index_copy_(0, meta.promptRows, promptEmbeds.to(x.scalar_type()));
+    }
+    return x;
+}
+
+// --- the decoder on fused ops ---
+
+at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
+{
+    const hy::TextConfig& c = m_decoder.config();
+    const auto& layers = m_decoder.layers();
+    const std::int64_t n = x.size(0), d = c.headDim, hq = c.numHeads, hk = c.numKvHeads;
+    const double eps = c.rmsNormEps;
+    const int bs = m_kv.blockSize();
+    at::Tensor residual = x;             // [n, hidden], the residual stream, updated in place
+    at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
+    at::Tensor attn = at::empty({n, hq, d}, x.options());
+    at::Tensor act = at::empty({n, c.intermediateSize}, x.options());
+    gpu::rmsNorm(h, residual, layers[0].inputNorm, eps);
+    for (size_t l = 0; l < layers.size(); ++l) {
+        const hy::TextDecoder::Layer& w = layers[l];
+        const at::Tensor qkv = at::linear(h, w.qkvProj);  // [n, (hq + 2 hk) d]
+        const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d});
+        const at::Tensor k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
+        const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
+        gpu::qkNormRope(q, k, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps);
+        const int layerIdx = static_cast<int>(l);
+        const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
+        const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
+        gpu::writeKvCache(keyCache, valueCache, k, v, meta.slots);
+        if (meta.decodeOnly) {
+            gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
+                                      meta.maxContextLen, m_scale, m_decodePartition);
+        } else {
+            gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
+                                       meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
+        }
+        const at::Tensor o = at::linear(attn.view({n, hq * d}), w.oProj);  // [n, hidden]
+        gpu::fusedAddRmsNorm(h, residual, o, w.postNorm, eps);
+        const at::Tensor gateUp = at::linear(h, w.gateUpProj);  // [n, 2 * intermediate]
+        gpu::siluAndMul(act, gateUp);
+        const at::Tensor mlp = at::linear(act, w.downProj);  // [n, hidden]
+        const at::Tensor& nextNorm = l + 1 < layers.size() ? layers[l + 1].inputNorm : m_decoder.finalNorm();
+        gpu::fusedAddRmsNorm(h, residual, mlp, nextNorm, eps);
+    }
+    return meta.sampleRows.defined() ? h.index_select(0, meta.sampleRows) : h;
+}
+
+at::Tensor ModelRunner::logits(const at::Tensor& hidden) const
+{
+    return at::linear(hidden, m_decoder.lmHead()).to(at::kFloat);  // [rows, vocab]
+}
+
+// --- steps ---
+
+at::Tensor ModelRunner::run(const RunnerStep& step)
+{
+    c10::InferenceMode inference;
+    if (graphable(step)) return runGraph(step);
+    m_decodePartition = -1;  // automatic for eager steps
+    const Metadata meta = upload(step);
+    return logits(forward(embedRows(meta, step.promptEmbeds), meta));
+}
+
+bool ModelRunner::graphable(const RunnerStep& step) const
+{
+    if (m_graphs.empty() || step.seqs.empty() || step.promptEmbeds.defined()) return false;
+    const auto batch = static_cast<int>(step.seqs.size());
+    if (batch > m_graphs.rbegin()->first) return false;
+    for (const RunnerSequence& s : step.seqs)
+        if (s.numNew != 1 || !s.sample || s.past + 1 > m_options.graphContextTokens) return false;
+    return true;
+}
+
+int ModelRunner::captureGraphs()
+{
+    const at::Device device = m_decoder.device();
+    if (!m_options.cudaGraphs || !device.is_cuda() || !gpu::cudaGraphsAvailable() || !m_graphs.empty()) return 0;
+    c10::InferenceMode inference;
+    const std::vector<int> sizes = graphBatchSizes(m_options.maxGraphBatch);
+    if (sizes.empty()) return 0;
+    const int maxBatch = sizes.back();
+    const int numAxes = m_decoder.rope().numAxes();
+    const int bs = m_kv.blockSize();
+    const std::int64_t maxBlocks = (m_options.graphContextTokens + bs - 1) / bs;
+    const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
+    const auto i32 = at::TensorOptions().dtype(at::kInt).device(device);
+    // Dummy step for warm-up and capture: every row attends to one token of block 0, writes nowhere.
+    m_graphIds = at::zeros({maxBatch}, i64);
+    m_graphPositions = at::zeros({numAxes * maxBatch}, i64);  // graph b reads the first numAxes * b as [numAxes, b]
+    m_graphSlots = at::full({maxBatch}, -1, i64);
+    m_graphBlockTable = at::zeros({maxBatch, maxBlocks}, i32);
+    m_graphContextLens = at::ones({maxBatch}, i32);
+    const gpu::CudaGraph* pool = nullptr;
+    // Largest first, so the smaller graphs reuse the pool memory the largest one needed.
+    for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
+        const int b = *it;
+        Metadata meta;
+        meta.numRows = meta.numSeqs = b;
+        meta.maxQueryLen = 1;
+        meta.maxContextLen = maxBlocks * bs;
+        meta.decodeOnly = true;
+        meta.ids = m_graphIds.narrow(0, 0, b);
+        meta.positions = m_graphPositions.narrow(0, 0, numAxes * b).view({numAxes, b});
+        meta.slots = m_graphSlots.narrow(0, 0, b);
+        meta.blockTable = m_graphBlockTable.narrow(0, 0, b);
+        meta.contextLens = m_graphContextLens.narrow(0, 0, b);
+        m_decodePartition = b <= 8 ? kGraphPartitionSmall : kGraphPartitionLarge;
+        auto graph = std::make_unique<DecodeGraph>();
+        auto body = [&] { graph->logits = logits(forward(embedRows(meta, at::Tensor()), meta)); };
+        body();  // warm-up: cuBLAS handles and workspaces exist before capture
+        graph->graph.capture(device, body, pool);
+        pool = &graph->graph;
+        m_graphs.emplace(b, std::move(graph));
+    }
+    m_decodePartition = -1;
+    return static_cast<int>(m_graphs.size());
+}
+
+at::Tensor ModelRunner::runGraph(const RunnerStep& step)
+{
+    const auto batch = static_cast<int>(step.seqs.size());
+    auto it = m_graphs.lower_bound(batch);
+    LECTOR_ASSERT(it != m_graphs.end());
+    const int b = it->first;
+    const at::Device device = m_decoder.device();
+    const int numAxes = m_decoder.rope().numAxes();
+    const int bs = m_kv.blockSize();
+    std::int64_t maxBlocks = 1;
+    for (const RunnerSequence& s : step.seqs) maxBlocks = std::max<std::int64_t>(maxBlocks, (s.past + bs) / bs);
+    // Host copy of the static inputs' first b rows; rows past the real batch are the dummy decode.
+    at::Tensor h64 = at::empty({b * (2 + numAxes)}, hostOptions(at::kLong, device));
+    at::Tensor h32 = at::zeros({b * maxBlocks + b}, hostOptions(at::kInt, device));
+    std::int64_t* ids = h64.data_ptr<std::int64_t>();
+    std::int64_t* pos = ids + b;
+    std::int64_t* slots = pos + numAxes * b;
+    std::int32_t* table = h32.data_ptr<std::int32_t>();
+    std::int32_t* lens = table + b * maxBlocks;
+    for (int i = 0; i < b; ++i) {
+        const bool real = i < batch;
+        const RunnerSequence* s = real ? &step.seqs[static_cast<size_t>(i)] : nullptr;
+        ids[i] = real ? step.tokenIds[static_cast<size_t>(i)] : 0;
+        for (int a = 0; a < numAxes; ++a) pos[a * b + i] = real ? step.positions[static_cast<size_t>(a * batch + i)] : 0;
+        slots[i] = real ? static_cast<std::int64_t>(s->blocks[static_cast<size_t>(s->past / bs)]) * bs + s->past % bs : -1;
+        lens[i] = real ? static_cast<std::int32_t>(s->past + 1) : 1;
+        if (real) {
+            LECTOR_ASSERT(static_cast<std::int64_t>(s->blocks.size()) * bs > s->past);
+            std::copy(s->blocks.begin(), s->blocks.begin() + s->past / bs + 1, table + i * maxBlocks);
+        }
+    }
+    const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
+    const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
+    m_graphIds.narrow(0, 0, b).copy_(d64.narrow(0, 0, b));
+    m_graphPositions.narrow(0, 0, numAxes * b).copy_(d64.narrow(0, b, numAxes * b));
+    m_graphSlots.narrow(0, 0, b).copy_(d64.narrow(0, b * (1 + numAxes), b));
+    m_graphBlockTable.narrow(0, 0, b).narrow(1, 0, maxBlocks).copy_(d32.narrow(0, 0, b * maxBlocks).view({b, maxBlocks}));
+    m_graphContextLens.narrow(0, 0, b).copy_(d32.narrow(0, b * maxBlocks, b));
+    it->second->graph.replay();
+    return it->second->logits.narrow(0, 0, batch);
+}
+
+}  // namespace lector::runner

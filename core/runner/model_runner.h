@@ -1,0 +1,95 @@
+// ModelRunner: HunyuanOCR's text decoder for the serving engine, on gpu/'s fused ops over the paged KV
+// cache. One run() is one engine step: a flattened batch of prefill chunks and decode tokens of many
+// sequences, with per-step metadata packed into one host buffer and copied to the device at once.
+// Per layer: QKV matmul, QK-norm + XD-RoPE (one kernel), K/V written into the paged cache, paged
+// attention (decode kernel when every sequence brings one token, else the prefill kernel), O matmul,
+// fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Linear layers are
+// libtorch matrix products. Decode-only steps on CUDA replay a CUDA graph captured for the next
+// larger batch size of a ladder (1, 2, 4, 8, 16, 24, 32, ... 256), so a step is one graph launch.
+// On the CPU the same code runs gpu/'s scalar references (tests; the engine's CPU path stays the
+// libtorch reference decoder). The arithmetic follows TextDecoder (RMSNorm in float32 then cast,
+// RoPE with tables rounded through the model dtype, softmax in float32).
+// Threads: engine thread only.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/model/hunyuan/decoder.h"
+#include "core/runner/paged_kv.h"
+
+namespace lector::gpu {
+class CudaGraph;
+}
+
+namespace lector::runner {
+
+struct RunnerOptions {
+    bool cudaGraphs = true;        // decode-only steps on CUDA replay captured graphs
+    int maxGraphBatch = 256;       // largest decode batch with a graph (larger ones run eagerly)
+    int graphContextTokens = 8192; // longest context a graphed decode step supports (else eager)
+};
+
+// One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
+struct RunnerSequence {
+    std::int64_t numNew = 0;
+    std::int64_t past = 0;
+    std::vector<int> blocks;          // KV block ids covering tokens 0 .. past + numNew - 1, in order
+    bool sample = false;              // wants the logits of its last new token
+};
+
+struct RunnerStep {
+    std::vector<RunnerSequence> seqs;
+    // One entry per batch row, sequences in order: a vocabulary id, or -1 for a row taken (in order)
+    // from promptEmbeds (prompt rows with the image scattered in).
+    std::vector<std::int64_t> tokenIds;
+    at::Tensor promptEmbeds;             // [rows with id -1, hidden] on the decoder's device, or undefined
+    std::vector<std::int64_t> positions; // [numAxes * rows], axis-major
+};
+
+class ModelRunner {
+public:
+    ModelRunner(const model::hunyuan::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options = {});
+    ~ModelRunner();
+
+    // Logits [sampled sequences, vocab] float32 on the decoder's device, in sequence order.
+    at::Tensor run(const RunnerStep& step);
+
+    // Captures the decode graphs (CUDA builds of libtorch with a CUDA decoder; otherwise a no-op).
+    // Returns the number of graphs captured.
+    int captureGraphs();
+    int numGraphs() const { return static_cast<int>(m_graphs.size()); }
+
+private:
+    struct Metadata;  // device tensors of one step
+    struct DecodeGraph;
+
+    Metadata upload(const RunnerStep& step) const;
+    at::Tensor embedRows(const Metadata& meta, const at::Tensor& promptEmbeds) const;
+    // The decoder over rows x [n, hidden] (consumed: it becomes the residual stream); returns the final
+    // normed hidden states of the rows meta.sampleRows selects, or of every row when it is undefined.
+    at::Tensor forward(at::Tensor x, const Metadata& meta) const;
+    at::Tensor logits(const at::Tensor& hidden) const;
+    bool graphable(const RunnerStep& step) const;
+    at::Tensor runGraph(const RunnerStep& step);
+
+    const model::hunyuan::TextDecoder& m_decoder;
+    PagedKvStorage& m_kv;
+    RunnerOptions m_options;
+    at::Tensor m_cosSin;  // [maxPosition, headDim] float32: cos | sin halves, rounded through the model dtype
+    std::vector<int> m_sections;
+    double m_scale = 1.0;
+    std::int64_t m_decodePartition = -1;  // split-K partition of decode attention: -1 automatic (eager steps)
+    // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
+    at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;
+    std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
+};
+
+// Decode batch sizes that get a graph, up to maxBatch: 1, 2, 4, 8, then steps of 8 to 64, then of 32.
+std::vector<int> graphBatchSizes(int maxBatch);
+
+}  // namespace lector::runner

@@ -1,0 +1,88 @@
+// CudaGraph and deviceMemory() (see device.h). Everything CUDA-specific sits behind
+// LECTOR_TORCH_HAS_CUDA (a CUDA build of libtorch); other builds get the documented fallbacks.
+#include "gpu/device.h"
+
+#include <c10/util/Exception.h>
+
+#ifdef LECTOR_TORCH_HAS_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace lector::gpu {
+
+#ifdef LECTOR_TORCH_HAS_CUDA
+
+bool cudaGraphsAvailable() { return true; }
+
+DeviceMemory deviceMemory(const c10::Device& device)
+{
+    if (!device.is_cuda()) return {};
+    const c10::cuda::CUDAGuard guard(device);
+    size_t freeBytes = 0, totalBytes = 0;
+    TORCH_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess, "cudaMemGetInfo failed on ", device);
+    return {static_cast<std::int64_t>(freeBytes), static_cast<std::int64_t>(totalBytes)};
+}
+
+struct CudaGraph::Impl {
+    at::cuda::CUDAGraph graph;
+    bool captured = false;
+};
+
+CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}
+CudaGraph::~CudaGraph() = default;
+
+void CudaGraph::capture(const c10::Device& device, const std::function<void()>& body, const CudaGraph* sharePoolWith)
+{
+    TORCH_CHECK(device.is_cuda(), "CudaGraph::capture: ", device, " is not a CUDA device");
+    const c10::cuda::CUDAGuard deviceGuard(device);
+    // Capture needs a stream other than the legacy default one; the side stream starts after, and the
+    // current stream resumes after, everything queued so far.
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+    at::cuda::CUDAEvent before;
+    before.record(current);
+    before.block(side);
+    {
+        const c10::cuda::CUDAStreamGuard streamGuard(side);
+        at::cuda::MempoolId_t pool{0, 0};
+        if (sharePoolWith && sharePoolWith->captured()) pool = sharePoolWith->m_impl->graph.pool();
+        m_impl->graph.capture_begin(pool);
+        body();
+        m_impl->graph.capture_end();
+    }
+    at::cuda::CUDAEvent after;
+    after.record(side);
+    after.block(current);
+    m_impl->captured = true;
+}
+
+void CudaGraph::replay()
+{
+    TORCH_CHECK(m_impl->captured, "CudaGraph::replay: nothing captured");
+    m_impl->graph.replay();
+}
+
+bool CudaGraph::captured() const { return m_impl->captured; }
+
+#else  // no CUDA libtorch
+
+bool cudaGraphsAvailable() { return false; }
+DeviceMemory deviceMemory(const c10::Device&) { return {}; }
+
+struct CudaGraph::Impl {};
+CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}
+CudaGraph::~CudaGraph() = default;
+void CudaGraph::capture(const c10::Device& device, const std::function<void()>&, const CudaGraph*)
+{
+    TORCH_CHECK(false, "CudaGraph::capture on ", device, ": libtorch was built without CUDA");
+}
+void CudaGraph::replay() { TORCH_CHECK(false, "CudaGraph::replay: libtorch was built without CUDA"); }
+bool CudaGraph::captured() const { return false; }
+
+#endif
+
+}  // namespace lector::gpu

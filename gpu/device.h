@@ -1,0 +1,47 @@
+// Device-level helpers of gpu/ for the model runner (core/runner, engine thread): free / total device
+// memory (to size the paged KV pool) and CudaGraph, one captured sequence of CUDA work (a whole decode
+// step at one batch size) replayed with a single launch. Both need a CUDA build of libtorch; elsewhere
+// cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
+// CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
+// memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace lector::gpu {
+
+bool cudaGraphsAvailable();
+
+struct DeviceMemory {
+    std::int64_t freeBytes = 0;
+    std::int64_t totalBytes = 0;
+};
+// cudaMemGetInfo of the device (memory the caching allocator holds counts as used).
+DeviceMemory deviceMemory(const c10::Device& device);
+
+class CudaGraph {
+public:
+    CudaGraph();
+    ~CudaGraph();
+    CudaGraph(const CudaGraph&) = delete;
+    CudaGraph& operator=(const CudaGraph&) = delete;
+
+    // Captures the CUDA work body issues on the current stream of `device` (it runs on a side stream
+    // during capture; the caller runs body once before, eagerly, so lazy initialisations are done).
+    // sharePoolWith: an already captured graph whose memory pool this one reuses (graphs that never
+    // run concurrently can share one pool; capture the largest first).
+    void capture(const c10::Device& device, const std::function<void()>& body, const CudaGraph* sharePoolWith = nullptr);
+    // Launches the captured work on the current stream.
+    void replay();
+    bool captured() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace lector::gpu

@@ -1,0 +1,181 @@
+// The serving engine's decoder (core/runner/model_runner: fused QK-norm + XD-RoPE, fused add + RMSNorm,
+// SiLU-and-mul, paged K/V write, paged prefill and decode attention) against the reference TextDecoder on
+// its own contiguous cache (itself checked against the transformers fixtures in tst_hunyuan_text), on the
+// tiny fixture model in float32 through gpu/'s CPU references (on the GPU machine the same test runs on
+// CUDA where the kernels fit). Steps mix a prefill chunk with a full prefill, then a prefill tail with a
+// decode, then decodes only, over shuffled KV blocks, with 4-axis positions that differ per axis.
+// Plus the device sampler against the host Sampler (greedy with the repetition penalty).
+#include "tests/support/lector_test.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "core/model/hunyuan/config.h"
+#include "core/model/hunyuan/decoder.h"
+#include "core/model/hunyuan/prompt.h"
+#include "core/model/hunyuan/sampler.h"
+#include "core/model/hunyuan/weights.h"
+#include "core/runner/device_sampler.h"
+#include "core/runner/model_runner.h"
+
+using namespace lector;
+namespace hy = lector::model::hunyuan;
+
+namespace {
+
+template <class T>
+T must(Result<T> r)
+{
+    if (!r.ok()) test::fail(__FILE__, __LINE__, r.error().message);
+    return std::move(r).value();
+}
+
+struct Seq {
+    std::vector<int> ids;  // whole sequence: prompt then the decode tokens
+    at::Tensor positions;  // [4, ids.size()] int64
+    std::unique_ptr<hy::KvCache> cache;
+    std::vector<int> blocks;  // paged KV blocks of the sequence
+};
+
+double relErr(const at::Tensor& a, const at::Tensor& b)
+{
+    return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+}
+
+}  // namespace
+
+LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
+{
+    c10::InferenceMode guard;
+    const auto dir = test::fixture("fixtures/hunyuan/tiny_model");
+    const hy::HunyuanConfig config = must(hy::loadConfig(dir));
+    const hy::WeightStore weights = must(hy::WeightStore::open(dir));
+    const hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
+    const int bs = 16, numBlocks = 32;
+    runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, numBlocks, bs,
+                              at::kFloat, at::kCPU);
+    runner::ModelRunner runner(decoder, kv);
+
+    // Two sequences: prompts of 37 and 50 tokens, then 3 decode tokens each. Positions: axis 0 sequential,
+    // the others scrambled (like image rows, where w / h / t differ from the sequence index).
+    std::mt19937 rng(7);
+    std::vector<int> blocks(numBlocks);
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    std::vector<Seq> seqs(2);
+    const int promptLen[2] = {37, 50};
+    int nextBlock = 0;
+    for (int s = 0; s < 2; ++s) {
+        Seq& q = seqs[static_cast<size_t>(s)];
+        const int total = promptLen[s] + 3;
+        for (int i = 0; i < total; ++i) q.ids.push_back(static_cast<int>(rng() % 1000) + 5);
+        q.positions = at::arange(total, at::kLong).unsqueeze(0).repeat({4, 1});
+        for (int a = 1; a < 4; ++a)
+            for (int i = 0; i < promptLen[s]; ++i) q.positions[a][i] = static_cast<int64_t>(rng() % 40);
+        q.cache = decoder.makeCache(total);
+        for (int b = 0; b < (total + bs - 1) / bs; ++b) {
+            q.blocks.push_back(blocks[static_cast<size_t>(nextBlock++)]);
+        }
+    }
+
+    // Steps as (sequence, from, count): the fused runner sees each step's chunks at once; the reference
+    // runs each chunk alone on its contiguous cache and gives the logits of the chunk's last token.
+    struct Chunk { int seq; int from; int count; };
+    const std::vector<std::vector<Chunk>> steps = {
+        {{0, 0, 20}, {1, 0, 50}},   // prefill chunk + whole prefill
+        {{0, 20, 17}, {1, 50, 1}},  // prefill tail + a decode (prefill kernel over both)
+        {{0, 37, 1}, {1, 51, 1}},   // decodes only (decode kernel)
+        {{1, 52, 1}, {0, 38, 1}},   // decodes, sequences in the other order
+    };
+    for (size_t k = 0; k < steps.size(); ++k) {
+        runner::RunnerStep step;
+        std::vector<at::Tensor> embeds, want;
+        std::vector<std::vector<std::int64_t>> axes(4);
+        for (const Chunk& c : steps[k]) {
+            Seq& q = seqs[static_cast<size_t>(c.seq)];
+            const std::vector<int> ids(q.ids.begin() + c.from, q.ids.begin() + c.from + c.count);
+            const at::Tensor e = must(decoder.embed(ids, at::Tensor(), -1));
+            const at::Tensor pos = q.positions.narrow(1, c.from, c.count).contiguous();
+            want.push_back(decoder.logits(decoder.forward(e, pos, *q.cache)).select(0, c.count - 1));
+            // Prefill rows go in as embeddings, decode rows as token ids: both paths of the runner's input.
+            const bool decode = c.count == 1 && c.from >= promptLen[c.seq];
+            for (int i = 0; i < c.count; ++i) step.tokenIds.push_back(decode ? ids[static_cast<size_t>(i)] : -1);
+            if (!decode) embeds.push_back(e);
+            for (int a = 0; a < 4; ++a)
+                for (int i = 0; i < c.count; ++i) axes[static_cast<size_t>(a)].push_back(pos[a][i].item<int64_t>());
+            runner::RunnerSequence rs;
+            rs.numNew = c.count;
+            rs.past = c.from;
+            rs.blocks = q.blocks;
+            rs.sample = true;
+            step.seqs.push_back(rs);
+        }
+        for (const auto& a : axes) step.positions.insert(step.positions.end(), a.begin(), a.end());
+        if (!embeds.empty()) step.promptEmbeds = at::cat(embeds);
+        const at::Tensor got = runner.run(step);  // [2, vocab]
+        LECTOR_CHECK_EQ(got.size(0), 2);
+        for (size_t i = 0; i < want.size(); ++i) {
+            const double err = relErr(got[static_cast<int64_t>(i)], want[i]);
+            LECTOR_CHECK_MSG(err < 2e-5, "step " << k << " chunk " << i << ": logits rel err " << err);
+            LECTOR_CHECK_EQ(got[static_cast<int64_t>(i)].argmax().item<int64_t>(), want[i].argmax().item<int64_t>());
+        }
+    }
+}
+
+LECTOR_TEST(graphBatchLadderCoversEveryBatchUpToTheMaximum)
+{
+    const auto sizes = runner::graphBatchSizes(256);
+    LECTOR_CHECK_EQ(sizes.front(), 1);
+    LECTOR_CHECK_EQ(sizes.back(), 256);
+    LECTOR_CHECK(std::is_sorted(sizes.begin(), sizes.end()));
+    // Padding waste stays bounded: the graph used for batch b has fewer than 2b and b + 32 rows.
+    for (int b = 1; b <= 256; ++b) {
+        const int g = *std::lower_bound(sizes.begin(), sizes.end(), b);
+        LECTOR_CHECK_MSG(g >= b && g <= std::max(1, 2 * b - 1) && g < b + 32, "batch " << b << " -> " << g);
+    }
+    LECTOR_CHECK(runner::graphBatchSizes(5) == (std::vector<int>{1, 2, 4}));
+}
+
+LECTOR_TEST(deviceSamplerMatchesTheHostSamplerWithPenalty)
+{
+    c10::InferenceMode guard;
+    const int vocab = 301, S = 5;
+    runner::DeviceSampler sampler(vocab, at::kCPU);
+    std::mt19937 rng(3);
+    std::vector<int> rows;
+    std::vector<std::vector<int>> history(S);
+    for (int s = 0; s < S; ++s) {
+        rows.push_back(sampler.acquireRow());
+        for (int i = 0; i < 40; ++i) history[static_cast<size_t>(s)].push_back(static_cast<int>(rng() % vocab));
+        history[static_cast<size_t>(s)].push_back(vocab + 7);  // out of the vocabulary: ignored
+        sampler.resetRow(rows.back(), history[static_cast<size_t>(s)]);
+    }
+    for (int step = 0; step < 6; ++step) {
+        // Logits whose argmax is often a penalised id, so the penalty decides.
+        at::Tensor logits = at::randn({S, vocab}, at::kFloat) * 0.01;
+        for (int s = 0; s < S; ++s) logits[s][history[static_cast<size_t>(s)][0]] = 0.5f + 0.01f * step;
+        std::vector<runner::DeviceSampling> params;
+        for (int s = 0; s < S; ++s) {
+            runner::DeviceSampling d;
+            d.row = rows[static_cast<size_t>(s)];
+            d.repetitionPenalty = s % 2 ? 1.0f : 100.0f;
+            params.push_back(d);
+        }
+        const auto got = sampler.sample(logits, params);
+        for (int s = 0; s < S; ++s) {
+            hy::SamplingConfig sc;
+            sc.repetitionPenalty = params[static_cast<size_t>(s)].repetitionPenalty;
+            hy::Sampler host(sc);
+            const int want = host.sample(logits[s], history[static_cast<size_t>(s)]);
+            LECTOR_CHECK_EQ(got[static_cast<size_t>(s)], want);
+            history[static_cast<size_t>(s)].push_back(want);  // the device marks it too
+        }
+    }
+    // A released row is handed out again and reset clears it.
+    sampler.releaseRow(rows[0]);
+    const int again = sampler.acquireRow();
+    LECTOR_CHECK_EQ(again, rows[0]);
+}
