@@ -12,7 +12,8 @@ source "$(dirname "$0")/lib.sh"
 T0=$(date +%s)
 step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2;
-  python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'; } > "$W/machine.txt" 2>&1
+  python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)';
+  which nsys ncu; } > "$W/machine.txt" 2>&1
 
 step "references in the background: golden (float32), then transformers baselines (float16)"
 mkdir -p /tmp/pages
@@ -49,7 +50,7 @@ G=/tmp/hy/golden_page_1024.safetensors
 step "fused runner: parity (float16, bfloat16) and the decode step alone"
 timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
-echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | tail -22
+echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner" 
 timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
 echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"

@@ -18,6 +18,8 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,8 @@
 #include "core/model/safetensors.h"
 #include "core/runner/model_runner.h"
 #include "core/runner/paged_kv.h"
+#include "gpu/device.h"
+#include "gpu/ops.h"
 
 using namespace lector;
 using namespace lector::model::hunyuan;
@@ -115,6 +119,66 @@ runner::RunnerStep decodeStep(int batch, int context, int blockSize, int numAxes
     for (int a = 0; a < numAxes; ++a)
         for (int i = 0; i < batch; ++i) step.positions.push_back(context);
     return step;
+}
+
+// GPU time of each operation of a decode step at `batch` sequences of `context` tokens: each op is
+// captured 20 times in a CUDA graph and replayed, so launch overhead is excluded; per-layer ops are
+// multiplied by the number of layers. CUDA only.
+void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int batch, int context)
+{
+    const TextConfig& c = decoder.config();
+    const at::Device device = decoder.device();
+    const auto opts = at::TensorOptions().dtype(decoder.dtype()).device(device);
+    const auto& w = decoder.layers()[0];
+    const int64_t b = batch, d = c.headDim, hq = c.numHeads, hk = c.numKvHeads, bs = kv.blockSize();
+    const int64_t blocksPerSeq = (context + 1 + bs - 1) / bs;
+    at::Tensor h = at::randn({b, c.hiddenSize}, opts), res = at::randn({b, c.hiddenSize}, opts);
+    at::Tensor qkv = at::randn({b, (hq + 2 * hk) * d}, opts), attn = at::randn({b, hq, d}, opts);
+    at::Tensor gateUp = at::randn({b, 2 * c.intermediateSize}, opts), act = at::randn({b, c.intermediateSize}, opts);
+    const at::Tensor q = qkv.narrow(1, 0, hq * d).view({b, hq, d}), k = qkv.narrow(1, hq * d, hk * d).view({b, hk, d});
+    const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({b, hk, d});
+    const at::Tensor pos = at::full({4, b}, context, at::TensorOptions().dtype(at::kLong).device(device));
+    const at::Tensor cosSin = at::randn({context + 8, d}, at::TensorOptions().dtype(at::kFloat).device(device));
+    const at::Tensor slots = at::arange(b, at::TensorOptions().dtype(at::kLong).device(device)) * (blocksPerSeq * bs) + context;
+    const at::Tensor table = at::arange(b * blocksPerSeq, at::TensorOptions().dtype(at::kInt).device(device)).view({b, blocksPerSeq});
+    const at::Tensor lens = at::full({b}, context + 1, at::TensorOptions().dtype(at::kInt).device(device));
+    const at::Tensor graphTable = at::zeros({b, 512}, table.options());
+    graphTable.narrow(1, 0, blocksPerSeq).copy_(table);
+    const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
+    const double scale = 1.0 / std::sqrt(double(d));
+    struct Op { const char* name; int perStep; std::function<void()> fn; };
+    const int L = c.numLayers;
+    const std::vector<Op> ops = {
+        {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
+        {"o matmul", L, [&] { (void)at::linear(attn.view({b, hq * d}), w.oProj); }},
+        {"gate/up matmul", L, [&] { (void)at::linear(h, w.gateUpProj); }},
+        {"down matmul", L, [&] { (void)at::linear(act, w.downProj); }},
+        {"lm head + float", 1, [&] { (void)at::linear(h, decoder.lmHead()).to(at::kFloat); }},
+        {"qk-norm + rope", L, [&] { gpu::qkNormRope(q, k, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5); }},
+        {"kv write", L, [&] { gpu::writeKvCache(keyCache, valueCache, k, v, slots); }},
+        {"attention (auto split)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, -1); }},
+        {"attention (graph: 8192, p128)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 128); }},
+        {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
+        {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
+        {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
+        {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
+        {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
+    };
+    std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
+    for (const Op& op : ops) {
+        constexpr int kReps = 20;
+        op.fn();
+        gpu::CudaGraph graph;
+        graph.capture(device, [&] { for (int i = 0; i < kReps; ++i) op.fn(); });
+        graph.replay();
+        sync(h);
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 10; ++i) graph.replay();
+        sync(h);
+        const double us = msSince(t0) * 1000.0 / (10 * kReps);
+        std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
+    }
+    std::printf("\n");
 }
 
 // The fused runner: parity against the golden file (when given) and the decode step alone.
@@ -209,6 +273,9 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         std::printf("| batch %d | %.3f | %.3f | %.0f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9));
     }
     std::printf("\n");
+    if (device.is_cuda() && gpu::cudaGraphsAvailable())
+        for (int b : batches)
+            if (b == 1 || b == 32) decodeBreakdown(decoder, kv, b, context);
     return ok;
 }
 
