@@ -27,37 +27,6 @@ DeviceMemory deviceMemory(const c10::Device& device)
     return {static_cast<std::int64_t>(freeBytes), static_cast<std::int64_t>(totalBytes)};
 }
 
-struct SideStream::Impl {
-    explicit Impl(const c10::cuda::CUDAStream& stream) : guard(stream) {}
-    c10::cuda::CUDAStreamGuard guard;  // restores the replaced stream when destroyed
-};
-
-SideStream::SideStream(const c10::Device& device)
-{
-    if (!device.is_cuda()) return;
-    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
-    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
-    at::cuda::CUDAEvent before;
-    before.record(current);
-    before.block(side);
-    m_impl = std::make_unique<Impl>(side);
-}
-
-SideStream::~SideStream() = default;
-
-struct CudaEvent::Impl {
-    at::cuda::CUDAEvent event;
-};
-
-CudaEvent::CudaEvent() : m_impl(std::make_unique<Impl>()) {}
-CudaEvent::~CudaEvent() = default;
-void CudaEvent::record(const c10::Device& device)
-{
-    if (device.is_cuda()) m_impl->event.record(c10::cuda::getCurrentCUDAStream(device.index()));
-}
-bool CudaEvent::done() const { return m_impl->event.query(); }
-void CudaEvent::wait() const { m_impl->event.synchronize(); }
-
 struct CudaGraph::Impl {
     at::cuda::CUDAGraph graph;
     bool captured = false;
@@ -103,17 +72,6 @@ bool CudaGraph::captured() const { return m_impl->captured; }
 
 bool cudaGraphsAvailable() { return false; }
 DeviceMemory deviceMemory(const c10::Device&) { return {}; }
-
-struct SideStream::Impl {};
-SideStream::SideStream(const c10::Device&) {}
-SideStream::~SideStream() = default;
-
-struct CudaEvent::Impl {};
-CudaEvent::CudaEvent() = default;
-CudaEvent::~CudaEvent() = default;
-void CudaEvent::record(const c10::Device&) {}
-bool CudaEvent::done() const { return true; }
-void CudaEvent::wait() const {}
 
 struct CudaGraph::Impl {};
 CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}

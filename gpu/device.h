@@ -1,7 +1,6 @@
 // Device-level helpers of gpu/ for the model runner and the engine (engine thread): free / total device
-// memory (to size the paged KV pool), a side stream and events (vision overlapping the decoder), and
-// CudaGraph, one captured sequence of CUDA work (a whole decode step at one batch size) replayed with a
-// single launch. Both need a CUDA build of libtorch; elsewhere
+// memory (to size the paged KV pool) and CudaGraph, one captured sequence of CUDA work (a whole decode
+// step at one batch size) replayed with a single launch. Both need a CUDA build of libtorch; elsewhere
 // cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
 // CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
 // memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
@@ -23,38 +22,6 @@ struct DeviceMemory {
 };
 // cudaMemGetInfo of the device (memory the caching allocator holds counts as used).
 DeviceMemory deviceMemory(const c10::Device& device);
-
-// While a SideStream exists, work issued on the calling thread for its device goes to a pooled side
-// stream instead of the current one (the engine runs the vision tower there, overlapping the decoder's
-// steps). The side stream first waits for everything already queued on the stream it replaces.
-class SideStream {
-public:
-    explicit SideStream(const c10::Device& device);
-    ~SideStream();
-    SideStream(const SideStream&) = delete;
-    SideStream& operator=(const SideStream&) = delete;
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> m_impl;
-};
-
-// A CUDA event: record() marks the work issued so far on the device's current stream; done() asks
-// without blocking whether it completed; wait() blocks the host until it has.
-class CudaEvent {
-public:
-    CudaEvent();
-    ~CudaEvent();
-    CudaEvent(const CudaEvent&) = delete;
-    CudaEvent& operator=(const CudaEvent&) = delete;
-    void record(const c10::Device& device);
-    bool done() const;
-    void wait() const;
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> m_impl;
-};
 
 class CudaGraph {
 public:

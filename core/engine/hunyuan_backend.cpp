@@ -5,7 +5,6 @@
 #include <future>
 #include <stdexcept>
 
-#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/timing.h"
@@ -134,7 +133,6 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         backend->m_runner->captureGraphs();
     }
-    backend->m_asyncVision = device.is_cuda() && gpu::cudaGraphsAvailable();
     return std::unique_ptr<Backend>(std::move(backend));
 }
 
@@ -146,7 +144,7 @@ struct HunyuanBackend::Sequence {
     std::string prompt;
     std::vector<int> promptIds;                  // the whole prefill: BOS .. image block .. prompt .. user
     at::Tensor positions;                        // [numAxes, L] int64, CPU
-    // The vision encoder's input, prepared on ATen's inter-op pool while the engine steps; with the
+    // The vision encoder's input, prepared on a worker thread while the engine steps; with the
     // milliseconds it took. Valid until the vision tower ran.
     std::future<std::pair<hy::PreprocessedImage, double>> image;
     at::Tensor promptEmbeds;                     // [L, hidden] on the model's device, after vision
@@ -154,8 +152,6 @@ struct HunyuanBackend::Sequence {
     std::optional<model::StreamingDecoder> stream;
     PartialText partial;
     int presenceRow = -1;  // DeviceSampler row (fused runner), -1 until the first sample
-    std::unique_ptr<gpu::CudaEvent> visionEvent;  // set while the tower runs on the side stream
-    Clock::time_point visionStart{};
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     Clock::time_point prefillStart{};
 };
@@ -182,8 +178,8 @@ void HunyuanBackend::add(RequestPtr request)
 
     // The prompt is built at admission (the scheduler needs its length to plan blocks): it depends on the
     // patch grid, which the smart-resize arithmetic gives without touching pixels. The pixels themselves
-    // (Pillow-bicubic resampling, normalisation: milliseconds per page) are prepared on ATen's inter-op
-    // pool, so the engine thread goes on stepping; the vision step waits for them.
+    // (Pillow-bicubic resampling, normalisation: milliseconds per page) are prepared on a thread of their
+    // own, so the engine thread goes on stepping; the vision step waits for them.
     const hy::PreprocessConfig& pc = m_config.preprocess;
     if (req.image->empty() || req.image->rgb.size() != static_cast<size_t>(req.image->width) * req.image->height * 3)
         return request->fail("bad_image", req.imageName + ": image is empty or its buffer does not match its size");
@@ -200,17 +196,11 @@ void HunyuanBackend::add(RequestPtr request)
     if (!layout.ok()) return request->fail("generation_failed", req.imageName + ": " + layout.error().message);
     seq->promptIds = std::move(layout->ids);
     seq->positions = std::move(layout->positionIds);
-    auto pixels = std::make_shared<std::promise<std::pair<hy::PreprocessedImage, double>>>();
-    seq->image = pixels->get_future();
-    at::launch([pixels, image = req.image, pc] {
-        try {
-            const auto t0 = Clock::now();
-            auto pre = hy::preprocessImage(*image, pc);
-            if (!pre) throw std::runtime_error(pre.error().message);
-            pixels->set_value({std::move(pre).value(), msSince(t0)});
-        } catch (...) {
-            pixels->set_exception(std::current_exception());
-        }
+    seq->image = std::async(std::launch::async, [image = req.image, pc] {
+        const auto t0 = Clock::now();
+        auto pre = hy::preprocessImage(*image, pc);
+        if (!pre) throw std::runtime_error(pre.error().message);
+        return std::make_pair(std::move(pre).value(), msSince(t0));
     });
 
     hy::GenerationConfig gen;
@@ -242,7 +232,6 @@ void HunyuanBackend::step()
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
-    pollVision(/*wait=*/false);  // images encoded since the last step become ready for prefill
     const StepPlan plan = m_scheduler->schedule();
     m_stepIds.clear();
     for (SeqId id : plan.vision) m_stepIds.push_back(id);
@@ -253,8 +242,7 @@ void HunyuanBackend::step()
 
     c10::InferenceMode guard;
     if (!plan.vision.empty()) runVision(plan.vision);
-    // Nothing to run but images still encoding on the side stream: wait for the oldest rather than spin.
-    if (plan.chunks.empty() && plan.vision.empty()) pollVision(/*wait=*/true);
+    m_scheduler->visionDone(plan.vision);
     std::vector<SeqOutcome> outcomes;
     if (!plan.chunks.empty()) runChunks(plan.chunks, outcomes);
     m_scheduler->completeStep(outcomes);
@@ -265,63 +253,19 @@ void HunyuanBackend::step()
 
 void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
 {
-    const at::Device device = m_decoder->device();
-    std::vector<SeqId> ready;
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
-        if (seq.promptEmbeds.defined() && !seq.visionEvent) {
-            ready.push_back(id);
-            continue;
-        }
+        if (seq.promptEmbeds.defined()) continue;
         auto [pre, preprocessMs] = seq.image.get();  // rethrows a failure of the preparation
         seq.preprocessMs = preprocessMs;
-        seq.visionStart = Clock::now();
-        {
-            // On CUDA the tower runs on a side stream: its matmuls overlap the decoder's memory-bound
-            // steps of the running sequences. The event says when the prompt can prefill (pollVision).
-            std::optional<gpu::SideStream> side;
-            if (m_asyncVision) side.emplace(device);
-            const at::Tensor imageEmbeds = m_vision.encode(pre);
-            auto embeds = m_decoder->embed(seq.promptIds, imageEmbeds, m_config.tokens.image);
-            if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
-            seq.promptEmbeds = std::move(embeds).value();
-            if (m_asyncVision) {
-                seq.visionEvent = std::make_unique<gpu::CudaEvent>();
-                seq.visionEvent->record(device);
-            }
-        }
-        if (m_asyncVision) {
-            m_visionPending.push_back(id);
-        } else {
-            seq.visionMs = msSince(seq.visionStart);
-            ready.push_back(id);
-        }
+        const auto t0 = Clock::now();
+        const at::Tensor imageEmbeds = m_vision.encode(pre);
+        auto embeds = m_decoder->embed(seq.promptIds, imageEmbeds, m_config.tokens.image);
+        if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
+        seq.promptEmbeds = std::move(embeds).value();
+        seq.visionMs = msSince(t0);
     }
-    m_scheduler->visionDone(ready);
-}
-
-void HunyuanBackend::pollVision(bool wait)
-{
-    std::vector<SeqId> ready;
-    for (auto it = m_visionPending.begin(); it != m_visionPending.end();) {
-        auto seq = m_seqs.find(*it);
-        if (seq == m_seqs.end()) {  // cancelled meanwhile
-            it = m_visionPending.erase(it);
-            continue;
-        }
-        Sequence& s = *seq->second;
-        if (wait && ready.empty() && it == m_visionPending.begin()) s.visionEvent->wait();
-        if (!s.visionEvent->done()) {
-            ++it;
-            continue;
-        }
-        s.visionMs = msSince(s.visionStart);  // issue to completion, as seen from the engine thread
-        s.visionEvent.reset();
-        ready.push_back(*it);
-        it = m_visionPending.erase(it);
-    }
-    m_scheduler->visionDone(ready);
 }
 
 namespace {

@@ -3,7 +3,7 @@
 // prompt embeddings are kept until the request ends, so a preempted request recomputes only its decoder
 // part), then ONE decoder forward over every scheduled prefill chunk and decode token through a paged KV
 // cache (core/runner/paged_kv.h), then sampling, streaming and, for finished requests, output parsing
-// into the result schema. On CUDA the vision tower runs on a side stream, overlapping decode steps, and the decoder runs on the fused runner (gpu/ kernels, CUDA graphs for
+// into the result schema. On CUDA the decoder runs on the fused runner (gpu/ kernels, CUDA graphs for
 // decode steps) with sampling on the device; on the CPU it is the libtorch reference decoder in float32,
 // which reproduces the single-sequence reference path (generation.h) token for token.
 // Engine thread only (accepts() and info() from any thread).
@@ -51,11 +51,7 @@ public:
 private:
     struct Sequence;
     HunyuanBackend() = default;
-    // Encodes the images of ids (on CUDA on a side stream, asynchronously) and tells the scheduler which
-    // prompts are ready; pollVision() does so for side-stream work that has completed since (wait: block
-    // for the oldest first).
     void runVision(const std::vector<SeqId>& ids);
-    void pollVision(bool wait);
     void runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes);
     // The forward of a step: the fused runner, or the reference decoder through the paged KV view.
     // Logits [sampled chunks, vocab] float32 on the model's device, in chunk order.
@@ -78,8 +74,6 @@ private:
     std::unique_ptr<runner::PagedKvStorage> m_kv;
     std::unique_ptr<runner::ModelRunner> m_runner;     // set when the fused runner serves the decoder
     std::unique_ptr<runner::DeviceSampler> m_sampler;  // with m_runner
-    bool m_asyncVision = false;                        // CUDA: vision on a side stream
-    std::vector<SeqId> m_visionPending;                // encoding on the side stream, oldest first
     int m_blockSize = 16;
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)

@@ -121,6 +121,52 @@ runner::RunnerStep decodeStep(int batch, int context, int blockSize, int numAxes
     return step;
 }
 
+// x [M, K] W[N, K]^T with K cut into S slices: S independent products, then their sum.
+at::Tensor splitKLinear(const at::Tensor& x, const at::Tensor& w, int64_t S)
+{
+    const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
+    const at::Tensor xs = x.view({m, S, k / S}).transpose(0, 1);  // [S, M, K/S]
+    const at::Tensor ws = w.view({n, S, k / S}).permute({1, 2, 0});  // [S, K/S, N]
+    return at::bmm(xs, ws).sum(0);  // [M, N]
+}
+
+// The vision tower of one page, median of 10, with the fused attention backends libtorch may pick
+// (flash, then memory-efficient, then cuDNN on the GPU machine's 2.11): which one is fastest here.
+void visionBackends(const VisionEncoder& vision, const PreprocessedImage& pre)
+{
+#if __has_include(<ATen/ops/_scaled_dot_product_cudnn_attention.h>)
+    auto& ctx = at::globalContext();
+    struct Setting { const char* name; bool flash, memEff, cudnn; };
+    const Setting settings[] = {{"default (flash first)", true, true, true}, {"cuDNN (flash, mem-efficient off)", false, false, true},
+                                {"memory-efficient only", false, true, false}};
+    std::printf("| vision tower, %dx%d patches | median ms |\n|---|---|\n", pre.gridH, pre.gridW);
+    for (const Setting& st : settings) {
+        ctx.setSDPUseFlash(st.flash);
+        ctx.setSDPUseMemEfficient(st.memEff);
+        ctx.setSDPUseCuDNN(st.cudnn);
+        try {
+            for (int i = 0; i < 2; ++i) sync(vision.encode(pre));
+            std::vector<double> times;
+            for (int i = 0; i < 10; ++i) {
+                const auto t0 = Clock::now();
+                sync(vision.encode(pre));
+                times.push_back(msSince(t0));
+            }
+            std::printf("| %s | %.2f |\n", st.name, median(times));
+        } catch (const std::exception& e) {
+            std::printf("| %s | failed: %.80s |\n", st.name, e.what());
+        }
+    }
+    ctx.setSDPUseFlash(true);
+    ctx.setSDPUseMemEfficient(true);
+    ctx.setSDPUseCuDNN(true);
+    std::printf("\n");
+#else
+    (void)vision;
+    (void)pre;
+#endif
+}
+
 // GPU time of each operation of a decode step at `batch` sequences of `context` tokens: each op is
 // captured 20 times in a CUDA graph and replayed, so launch overhead is excluded; per-layer ops are
 // multiplied by the number of layers. CUDA only.
@@ -146,6 +192,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     graphTable.narrow(1, 0, blocksPerSeq).copy_(table);
     const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
     const double scale = 1.0 / std::sqrt(double(d));
+    const at::Tensor oT = w.oProj.t().contiguous(), downT = w.downProj.t().contiguous();
     struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
     const std::vector<Op> ops = {
@@ -163,6 +210,14 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
+        // Alternatives for the N = 1024 projections, whose K is long: split K into S slices (bmm + sum),
+        // or the weight stored transposed.
+        {"o matmul, split-K 4", L, [&] { (void)splitKLinear(attn.view({b, hq * d}), w.oProj, 4); }},
+        {"o matmul, split-K 8", L, [&] { (void)splitKLinear(attn.view({b, hq * d}), w.oProj, 8); }},
+        {"o matmul, W^T stored", L, [&] { (void)at::mm(attn.view({b, hq * d}), oT); }},
+        {"down matmul, split-K 4", L, [&] { (void)splitKLinear(act, w.downProj, 4); }},
+        {"down matmul, split-K 7", L, [&] { (void)splitKLinear(act, w.downProj, 7); }},
+        {"down matmul, W^T stored", L, [&] { (void)at::mm(act, downT); }},
     };
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {
@@ -273,6 +328,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         std::printf("| batch %d | %.3f | %.3f | %.0f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9));
     }
     std::printf("\n");
+    if (device.is_cuda()) visionBackends(vision, must(preprocessImage(image, config.preprocess), "preprocess"));
     if (device.is_cuda() && gpu::cudaGraphsAvailable())
         for (int b : batches)
             if (b == 1 || b == 32) decodeBreakdown(decoder, kv, b, context);
