@@ -5,6 +5,7 @@
 #     (run while we build, before any timing of ours);
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
+#   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
 #   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz.
@@ -29,7 +30,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
-timeout 400 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan tst_model_runner $KTESTS > "$W/build.log" 2>&1
+timeout 400 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan bench_paged_attention tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -54,6 +55,10 @@ echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner
 timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
 echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
+
+step "paged decode attention alone (table 3)"
+timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
+grep -E "^\|" "$W/attention.md" | head -20
 
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"

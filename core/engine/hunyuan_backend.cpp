@@ -178,8 +178,8 @@ void HunyuanBackend::add(RequestPtr request)
 
     // The prompt is built at admission (the scheduler needs its length to plan blocks): it depends on the
     // patch grid, which the smart-resize arithmetic gives without touching pixels. The pixels themselves
-    // (Pillow-bicubic resampling, normalisation: milliseconds per page) are prepared on a thread of their
-    // own, so the engine thread goes on stepping; the vision step waits for them.
+    // (Pillow-bicubic resampling, normalisation: milliseconds per page) are prepared on the backend's
+    // worker thread, so the engine thread goes on stepping; the vision step waits for them.
     const hy::PreprocessConfig& pc = m_config.preprocess;
     if (req.image->empty() || req.image->rgb.size() != static_cast<size_t>(req.image->width) * req.image->height * 3)
         return request->fail("bad_image", req.imageName + ": image is empty or its buffer does not match its size");
@@ -196,7 +196,7 @@ void HunyuanBackend::add(RequestPtr request)
     if (!layout.ok()) return request->fail("generation_failed", req.imageName + ": " + layout.error().message);
     seq->promptIds = std::move(layout->ids);
     seq->positions = std::move(layout->positionIds);
-    seq->image = std::async(std::launch::async, [image = req.image, pc] {
+    seq->image = m_pixelWorker.submit([image = req.image, pc] {
         const auto t0 = Clock::now();
         auto pre = hy::preprocessImage(*image, pc);
         if (!pre) throw std::runtime_error(pre.error().message);

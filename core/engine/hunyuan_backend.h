@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "core/common/worker.h"
 #include "core/doc/preset.h"
 #include "core/engine/backend.h"
 #include "core/engine/scheduler.h"
@@ -77,6 +78,7 @@ private:
     int m_blockSize = 16;
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)
+    Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
 };
 
 }  // namespace lector::engine

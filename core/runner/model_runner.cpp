@@ -8,6 +8,8 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <cmath>
 #include <numeric>
 
@@ -173,7 +175,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     gpu::rmsNorm(h, residual, layers[0].inputNorm, eps);
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
-        const at::Tensor qkv = at::linear(h, w.qkvProj);  // [n, (hq + 2 hk) d]
+        const at::Tensor qkv = project(h, kQkv, l);  // [n, (hq + 2 hk) d]
         const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d});
         const at::Tensor k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
         const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
@@ -189,11 +191,11 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
         }
-        const at::Tensor o = at::linear(attn.view({n, hq * d}), w.oProj);  // [n, hidden]
+        const at::Tensor o = project(attn.view({n, hq * d}), kO, l);  // [n, hidden]
         gpu::fusedAddRmsNorm(h, residual, o, w.postNorm, eps);
-        const at::Tensor gateUp = at::linear(h, w.gateUpProj);  // [n, 2 * intermediate]
+        const at::Tensor gateUp = project(h, kGateUp, l);  // [n, 2 * intermediate]
         gpu::siluAndMul(act, gateUp);
-        const at::Tensor mlp = at::linear(act, w.downProj);  // [n, hidden]
+        const at::Tensor mlp = project(act, kDown, l);  // [n, hidden]
         const at::Tensor& nextNorm = l + 1 < layers.size() ? layers[l + 1].inputNorm : m_decoder.finalNorm();
         gpu::fusedAddRmsNorm(h, residual, mlp, nextNorm, eps);
     }
@@ -202,7 +204,73 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
 
 at::Tensor ModelRunner::logits(const at::Tensor& hidden) const
 {
-    return at::linear(hidden, m_decoder.lmHead()).to(at::kFloat);  // [rows, vocab]
+    const at::Tensor l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
+    return l.to(at::kFloat);  // [rows, vocab]
+}
+
+at::Tensor ModelRunner::project(const at::Tensor& x, Projection p, size_t l) const
+{
+    if (!m_transposed[p].empty()) return at::mm(x, m_transposed[p][l]);
+    const hy::TextDecoder::Layer& w = m_decoder.layers()[l];
+    const at::Tensor& weight = p == kQkv ? w.qkvProj : p == kO ? w.oProj : p == kGateUp ? w.gateUpProj : w.downProj;
+    return at::linear(x, weight);
+}
+
+// --- weight layouts ---
+
+namespace {
+
+// GPU microseconds of one fn() call: 20 calls captured in a graph (no launch overhead), replayed 5 times.
+double graphedMicros(const at::Device& device, const std::function<void()>& fn, const at::Tensor& probe)
+{
+    fn();
+    gpu::CudaGraph graph;
+    graph.capture(device, [&] {
+        for (int i = 0; i < 20; ++i) fn();
+    });
+    graph.replay();
+    (void)probe.flatten()[0].item<float>();  // waits for the device
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) graph.replay();
+    (void)probe.flatten()[0].item<float>();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 100.0;
+}
+
+}  // namespace
+
+std::vector<std::string> ModelRunner::tuneLayouts()
+{
+    std::vector<std::string> report;
+    const at::Device device = m_decoder.device();
+    if (!device.is_cuda() || !gpu::cudaGraphsAvailable()) return report;
+    c10::InferenceMode inference;
+    const auto& layers = m_decoder.layers();
+    const char* names[kNumProjections + 1] = {"qkv", "o", "gate/up", "down", "lm head"};
+    for (int p = 0; p <= kNumProjections; ++p) {
+        const at::Tensor& w0 = p == kQkv ? layers[0].qkvProj : p == kO ? layers[0].oProj : p == kGateUp ? layers[0].gateUpProj
+                             : p == kDown ? layers[0].downProj : m_decoder.lmHead();
+        const at::Tensor t0 = w0.t().contiguous();
+        double asStored = 0, transposed = 0;
+        for (std::int64_t rows : {1, 32}) {
+            const at::Tensor x = at::randn({rows, w0.size(1)}, w0.options());
+            asStored += graphedMicros(device, [&] { (void)at::linear(x, w0); }, x);
+            transposed += graphedMicros(device, [&] { (void)at::mm(x, t0); }, x);
+        }
+        const bool useT = transposed < 0.9 * asStored;
+        report.push_back(std::string(names[p]) + ": as stored " + std::to_string(asStored) + " us, transposed " +
+                         std::to_string(transposed) + " us (rows 1 + 32) -> " + (useT ? "transposed" : "as stored"));
+        if (!useT) continue;
+        if (p == kNumProjections) {
+            m_lmHeadT = t0;
+            continue;
+        }
+        m_transposed[p].clear();
+        for (const auto& layer : layers) {
+            const at::Tensor& w = p == kQkv ? layer.qkvProj : p == kO ? layer.oProj : p == kGateUp ? layer.gateUpProj : layer.downProj;
+            m_transposed[p].push_back(w.t().contiguous());
+        }
+    }
+    return report;
 }
 
 // --- steps ---
@@ -231,6 +299,7 @@ int ModelRunner::captureGraphs()
     const at::Device device = m_decoder.device();
     if (!m_options.cudaGraphs || !device.is_cuda() || !gpu::cudaGraphsAvailable() || !m_graphs.empty()) return 0;
     c10::InferenceMode inference;
+    m_layoutReport = tuneLayouts();
     const std::vector<int> sizes = graphBatchSizes(m_options.maxGraphBatch);
     if (sizes.empty()) return 0;
     const int maxBatch = sizes.back();

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/model/hunyuan/decoder.h"
@@ -59,10 +60,16 @@ public:
     // Logits [sampled sequences, vocab] float32 on the decoder's device, in sequence order.
     at::Tensor run(const RunnerStep& step);
 
-    // Captures the decode graphs (CUDA builds of libtorch with a CUDA decoder; otherwise a no-op).
-    // Returns the number of graphs captured.
+    // Captures the decode graphs (CUDA builds of libtorch with a CUDA decoder; otherwise a no-op), after
+    // choosing the projections' weight layouts (tuneLayouts). Returns the number of graphs captured.
     int captureGraphs();
+    // For each projection (qkv, o, gate/up, down, LM head): keeps the weight as stored ([out, in],
+    // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
+    // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
+    // the o projection at one row on an H200). CUDA only; returns a line per projection.
+    std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
+    const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
 
 private:
     struct Metadata;  // device tensors of one step
@@ -74,6 +81,9 @@ private:
     // normed hidden states of the rows meta.sampleRows selects, or of every row when it is undefined.
     at::Tensor forward(at::Tensor x, const Metadata& meta) const;
     at::Tensor logits(const at::Tensor& hidden) const;
+    enum Projection { kQkv, kO, kGateUp, kDown, kNumProjections };
+    // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
+    at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     bool graphable(const RunnerStep& step) const;
     at::Tensor runGraph(const RunnerStep& step);
 
@@ -83,7 +93,10 @@ private:
     at::Tensor m_cosSin;  // [maxPosition, headDim] float32: cos | sin halves, rounded through the model dtype
     std::vector<int> m_sections;
     double m_scale = 1.0;
-    std::int64_t m_decodePartition = -1;  // split-K partition of decode attention: -1 automatic (eager steps)
+    std::int64_t m_decodePartition = -1;
+    std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
+    at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
+    std::vector<std::string> m_layoutReport;               // what tuneLayouts() measured and chose  // split-K partition of decode attention: -1 automatic (eager steps)
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
     at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size

@@ -252,6 +252,8 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     const auto c0 = Clock::now();
     const int numGraphs = graphed.captureGraphs();
     std::printf("## fused runner (core/runner/model_runner)\n\n%d CUDA graphs captured in %.0f ms\n\n", numGraphs, msSince(c0));
+    for (const std::string& line : graphed.layoutReport()) std::printf("- weight layout, %s\n", line.c_str());
+    if (!graphed.layoutReport().empty()) std::printf("\n");
 
     bool ok = true;
     if (opt.count("golden")) {
