@@ -18,6 +18,7 @@
 #include "gpu/ref/rms_norm_ref.h"
 #include "gpu/ref/sample_tokens_ref.h"
 #include "gpu/ref/silu_and_mul_ref.h"
+#include "gpu/ref/skinny_gemm_ref.h"
 
 #ifdef LECTOR_TORCH_HAS_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -298,6 +299,34 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
         }
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedPrefillAttention), &ref::pagedPrefillAttentionRef);
+}
+
+// --- projections at decode batch sizes ---
+
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight)
+{
+    const char* op = "skinnyLinear";
+    const DType dtype = dtypeOf(x, op, "x");
+    checkLike(weight, x, op, "weight");
+    checkLike(out, x, op, "out");
+    TORCH_CHECK(x.dim() == 2 && x.size(0) <= kSkinnyMaxRows && x.stride(1) == 1, op, ": x must be [rows <= ",
+                kSkinnyMaxRows, ", k] with contiguous rows, got ", x.sizes());
+    TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(1) && weight.stride(1) == 1, op, ": weight must be [n, ",
+                x.size(1), "] with contiguous rows, got ", weight.sizes());
+    TORCH_CHECK(out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == weight.size(0) && out.stride(1) == 1,
+                op, ": out must be [", x.size(0), ", ", weight.size(0), "], got ", out.sizes());
+    SkinnyGemmParams p;
+    p.dtype = dtype;
+    p.out = out.data_ptr();
+    p.x = x.data_ptr();
+    p.weight = weight.data_ptr();
+    p.outStride = out.stride(0);
+    p.xStride = x.stride(0);
+    p.weightStride = weight.stride(0);
+    p.rows = toInt(x.size(0), op, "rows");
+    p.n = toInt(weight.size(0), op, "n");
+    p.k = toInt(x.size(1), op, "k");
+    dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
 
 // --- norms, rotary, activation ---

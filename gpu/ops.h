@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpu/kernels/paged_prefill_attention.cuh"
+#include "gpu/kernels/skinny_gemm.cuh"
 
 namespace lector::gpu {
 
@@ -68,6 +69,12 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
 
 // out = silu(input[:, :d]) * input[:, d:]. out: [numTokens, d]; input: [numTokens, 2d].
 void siluAndMul(const at::Tensor& out, const at::Tensor& input);
+
+// --- projections at decode batch sizes ---
+
+// out = x weight^T for x [rows <= kSkinnyMaxRows (8), k], weight [n, k], out [rows, n] (inner dims
+// contiguous, one dtype): the skinny GEMM of gpu/kernels/skinny_gemm.cuh.
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight);
 
 // --- sampling ---
 

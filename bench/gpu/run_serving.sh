@@ -29,7 +29,7 @@ REF=$!
 
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
+KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm"
 timeout 400 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan bench_paged_attention tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli

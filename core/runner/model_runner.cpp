@@ -204,16 +204,30 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
 
 at::Tensor ModelRunner::logits(const at::Tensor& hidden) const
 {
-    const at::Tensor l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
+    at::Tensor l = skinnyOrNone(hidden, m_decoder.lmHead(), kNumProjections);
+    if (!l.defined()) l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
     return l.to(at::kFloat);  // [rows, vocab]
+}
+
+const at::Tensor& ModelRunner::weightOf(Projection p, size_t l) const
+{
+    const hy::TextDecoder::Layer& w = m_decoder.layers()[l];
+    return p == kQkv ? w.qkvProj : p == kO ? w.oProj : p == kGateUp ? w.gateUpProj : w.downProj;
+}
+
+at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const
+{
+    if (!m_skinny[which] || x.size(0) > gpu::kSkinnyMaxRows) return at::Tensor();
+    at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options());
+    gpu::skinnyLinear(out, x, weight);
+    return out;
 }
 
 at::Tensor ModelRunner::project(const at::Tensor& x, Projection p, size_t l) const
 {
+    if (at::Tensor out = skinnyOrNone(x, weightOf(p, l), p); out.defined()) return out;
     if (!m_transposed[p].empty()) return at::mm(x, m_transposed[p][l]);
-    const hy::TextDecoder::Layer& w = m_decoder.layers()[l];
-    const at::Tensor& weight = p == kQkv ? w.qkvProj : p == kO ? w.oProj : p == kGateUp ? w.gateUpProj : w.downProj;
-    return at::linear(x, weight);
+    return at::linear(x, weightOf(p, l));
 }
 
 // --- weight layouts ---
@@ -246,29 +260,39 @@ std::vector<std::string> ModelRunner::tuneLayouts()
     c10::InferenceMode inference;
     const auto& layers = m_decoder.layers();
     const char* names[kNumProjections + 1] = {"qkv", "o", "gate/up", "down", "lm head"};
+    auto fmt = [](double us) { return std::to_string(static_cast<int>(us * 10 + 0.5) / 10.0).substr(0, 6); };
     for (int p = 0; p <= kNumProjections; ++p) {
-        const at::Tensor& w0 = p == kQkv ? layers[0].qkvProj : p == kO ? layers[0].oProj : p == kGateUp ? layers[0].gateUpProj
-                             : p == kDown ? layers[0].downProj : m_decoder.lmHead();
+        const at::Tensor& w0 = p == kNumProjections ? m_decoder.lmHead() : weightOf(static_cast<Projection>(p), 0);
         const at::Tensor t0 = w0.t().contiguous();
-        double asStored = 0, transposed = 0;
-        for (std::int64_t rows : {1, 32}) {
-            const at::Tensor x = at::randn({rows, w0.size(1)}, w0.options());
-            asStored += graphedMicros(device, [&] { (void)at::linear(x, w0); }, x);
-            transposed += graphedMicros(device, [&] { (void)at::mm(x, t0); }, x);
+        // Microseconds at 1, 8 and 32 rows: as stored (at::linear), transposed (at::mm), skinny GEMM (<= 8 rows).
+        double stored[3] = {}, transposed[3] = {}, skinny[2] = {};
+        const std::int64_t rowCounts[3] = {1, 8, 32};
+        for (int i = 0; i < 3; ++i) {
+            const at::Tensor x = at::randn({rowCounts[i], w0.size(1)}, w0.options());
+            stored[i] = graphedMicros(device, [&] { (void)at::linear(x, w0); }, x);
+            transposed[i] = graphedMicros(device, [&] { (void)at::mm(x, t0); }, x);
+            if (i < 2) {
+                const at::Tensor out = at::empty({rowCounts[i], w0.size(0)}, w0.options());
+                skinny[i] = graphedMicros(device, [&] { gpu::skinnyLinear(out, x, w0); }, x);
+            }
         }
-        const bool useT = transposed < 0.9 * asStored;
-        report.push_back(std::string(names[p]) + ": as stored " + std::to_string(asStored) + " us, transposed " +
-                         std::to_string(transposed) + " us (rows 1 + 32) -> " + (useT ? "transposed" : "as stored"));
+        const bool useT = transposed[0] + transposed[2] < 0.9 * (stored[0] + stored[2]);
+        const double* best = useT ? transposed : stored;
+        const bool useSkinny = skinny[0] + skinny[1] < 0.9 * (best[0] + best[1]);
+        report.push_back(std::string(names[p]) + ": us at 1 / 8 / 32 rows: as stored " + fmt(stored[0]) + " / " +
+                         fmt(stored[1]) + " / " + fmt(stored[2]) + ", transposed " + fmt(transposed[0]) + " / " +
+                         fmt(transposed[1]) + " / " + fmt(transposed[2]) + ", skinny GEMM " + fmt(skinny[0]) + " / " +
+                         fmt(skinny[1]) + " -> " + (useT ? "transposed" : "as stored") +
+                         (useSkinny ? ", skinny GEMM up to 8 rows" : ""));
+        m_skinny[p] = useSkinny;
         if (!useT) continue;
         if (p == kNumProjections) {
             m_lmHeadT = t0;
             continue;
         }
         m_transposed[p].clear();
-        for (const auto& layer : layers) {
-            const at::Tensor& w = p == kQkv ? layer.qkvProj : p == kO ? layer.oProj : p == kGateUp ? layer.gateUpProj : layer.downProj;
-            m_transposed[p].push_back(w.t().contiguous());
-        }
+        for (size_t l = 0; l < layers.size(); ++l)
+            m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
     }
     return report;
 }

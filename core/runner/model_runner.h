@@ -66,7 +66,8 @@ public:
     // For each projection (qkv, o, gate/up, down, LM head): keeps the weight as stored ([out, in],
     // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
     // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
-    // the o projection at one row on an H200). CUDA only; returns a line per projection.
+    // the o projection at one row on an H200), and uses gpu/'s skinny GEMM for steps of up to 8 rows
+    // where that measures faster still. CUDA only; returns a line per projection.
     std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
@@ -84,6 +85,10 @@ private:
     enum Projection { kQkv, kO, kGateUp, kDown, kNumProjections };
     // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
+    const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
+    // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` (kNumProjections: the LM
+    // head) and x has few enough rows; else undefined.
+    at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const;
     bool graphable(const RunnerStep& step) const;
     at::Tensor runGraph(const RunnerStep& step);
 
@@ -96,6 +101,7 @@ private:
     std::int64_t m_decodePartition = -1;
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
+    bool m_skinny[kNumProjections + 1] = {};                // gpu::skinnyLinear up to 8 rows (last: LM head)
     std::vector<std::string> m_layoutReport;               // what tuneLayouts() measured and chose  // split-K partition of decode attention: -1 automatic (eager steps)
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
     at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;

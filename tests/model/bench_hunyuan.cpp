@@ -219,8 +219,15 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"down matmul, split-K 7", L, [&] { (void)splitKLinear(act, w.downProj, 7); }},
         {"down matmul, W^T stored", L, [&] { (void)at::mm(act, downT); }},
     };
+    std::vector<Op> all = ops;
+    if (b <= gpu::kSkinnyMaxRows) {
+        all.push_back({"qkv, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(qkv, h, w.qkvProj); }});
+        all.push_back({"o, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(h, attn.view({b, hq * d}), w.oProj); }});
+        all.push_back({"gate/up, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(gateUp, h, w.gateUpProj); }});
+        all.push_back({"down, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(h, act, w.downProj); }});
+    }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
-    for (const Op& op : ops) {
+    for (const Op& op : all) {
         constexpr int kReps = 20;
         op.fn();
         gpu::CudaGraph graph;
