@@ -217,7 +217,7 @@ const at::Tensor& ModelRunner::weightOf(Projection p, size_t l) const
 
 at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const
 {
-    if (!m_skinny[which] || x.size(0) > gpu::kSkinnyMaxRows) return at::Tensor();
+    if (x.size(0) > m_skinnyRows[which]) return at::Tensor();
     at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options());
     gpu::skinnyLinear(out, x, weight);
     return out;
@@ -264,27 +264,34 @@ std::vector<std::string> ModelRunner::tuneLayouts()
     for (int p = 0; p <= kNumProjections; ++p) {
         const at::Tensor& w0 = p == kNumProjections ? m_decoder.lmHead() : weightOf(static_cast<Projection>(p), 0);
         const at::Tensor t0 = w0.t().contiguous();
-        // Microseconds at 1, 8 and 32 rows: as stored (at::linear), transposed (at::mm), skinny GEMM (<= 8 rows).
-        double stored[3] = {}, transposed[3] = {}, skinny[2] = {};
-        const std::int64_t rowCounts[3] = {1, 8, 32};
+        // Microseconds at 1, 8 and 32 rows: as stored (at::linear), transposed (at::mm); the skinny GEMM
+        // at 1, 2, 4 and 8 rows.
+        double stored[3] = {}, transposed[3] = {}, skinny[4] = {}, best[4] = {};
+        const std::int64_t rowCounts[3] = {1, 8, 32}, skinnyRows[4] = {1, 2, 4, 8};
         for (int i = 0; i < 3; ++i) {
             const at::Tensor x = at::randn({rowCounts[i], w0.size(1)}, w0.options());
             stored[i] = graphedMicros(device, [&] { (void)at::linear(x, w0); }, x);
             transposed[i] = graphedMicros(device, [&] { (void)at::mm(x, t0); }, x);
-            if (i < 2) {
-                const at::Tensor out = at::empty({rowCounts[i], w0.size(0)}, w0.options());
-                skinny[i] = graphedMicros(device, [&] { gpu::skinnyLinear(out, x, w0); }, x);
-            }
         }
         const bool useT = transposed[0] + transposed[2] < 0.9 * (stored[0] + stored[2]);
-        const double* best = useT ? transposed : stored;
-        const bool useSkinny = skinny[0] + skinny[1] < 0.9 * (best[0] + best[1]);
+        const at::Tensor& library = useT ? t0 : w0;
+        for (int i = 0; i < 4; ++i) {
+            const at::Tensor x = at::randn({skinnyRows[i], w0.size(1)}, w0.options());
+            const at::Tensor out = at::empty({skinnyRows[i], w0.size(0)}, w0.options());
+            skinny[i] = graphedMicros(device, [&] { gpu::skinnyLinear(out, x, w0); }, x);
+            best[i] = graphedMicros(device, [&] { (void)(useT ? at::mm(x, library) : at::linear(x, library)); }, x);
+        }
+        // The skinny GEMM serves steps up to the largest row count below which it is always >= 10% faster.
+        int upTo = 0;
+        for (int i = 0; i < 4 && skinny[i] < 0.9 * best[i]; ++i) upTo = static_cast<int>(skinnyRows[i]);
         report.push_back(std::string(names[p]) + ": us at 1 / 8 / 32 rows: as stored " + fmt(stored[0]) + " / " +
                          fmt(stored[1]) + " / " + fmt(stored[2]) + ", transposed " + fmt(transposed[0]) + " / " +
-                         fmt(transposed[1]) + " / " + fmt(transposed[2]) + ", skinny GEMM " + fmt(skinny[0]) + " / " +
-                         fmt(skinny[1]) + " -> " + (useT ? "transposed" : "as stored") +
-                         (useSkinny ? ", skinny GEMM up to 8 rows" : ""));
-        m_skinny[p] = useSkinny;
+                         fmt(transposed[1]) + " / " + fmt(transposed[2]) + "; at 1 / 2 / 4 / 8 rows skinny GEMM " +
+                         fmt(skinny[0]) + " / " + fmt(skinny[1]) + " / " + fmt(skinny[2]) + " / " + fmt(skinny[3]) +
+                         " vs " + fmt(best[0]) + " / " + fmt(best[1]) + " / " + fmt(best[2]) + " / " + fmt(best[3]) +
+                         " -> " + (useT ? "transposed" : "as stored") +
+                         (upTo > 0 ? ", skinny GEMM up to " + std::to_string(upTo) + " rows" : ""));
+        m_skinnyRows[p] = upTo;
         if (!useT) continue;
         if (p == kNumProjections) {
             m_lmHeadT = t0;

@@ -87,7 +87,7 @@ private:
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
     // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` (kNumProjections: the LM
-    // head) and x has few enough rows; else undefined.
+    // head) at x's row count; else undefined.
     at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const;
     bool graphable(const RunnerStep& step) const;
     at::Tensor runGraph(const RunnerStep& step);
@@ -101,7 +101,7 @@ private:
     std::int64_t m_decodePartition = -1;
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
-    bool m_skinny[kNumProjections + 1] = {};                // gpu::skinnyLinear up to 8 rows (last: LM head)
+    int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
     std::vector<std::string> m_layoutReport;               // what tuneLayouts() measured and chose  // split-K partition of decode attention: -1 automatic (eager steps)
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
     at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;
