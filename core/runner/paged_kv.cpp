@@ -1,25 +1,14 @@
+// PagedKvStorage and StepKvCache (see paged_kv.h).
 #include "core/runner/paged_kv.h"
 
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <limits>
-#include <stdexcept>
 
 #include "core/common/assert.h"
 
-#if defined(LECTOR_HAVE_CUDA)
-#include "gpu/ops.h"
-#endif
-
 namespace lector::runner {
-namespace {
-#if defined(LECTOR_HAVE_CUDA)
-constexpr bool kHaveKernels = true;
-#else
-constexpr bool kHaveKernels = false;
-#endif
-}  // namespace
 
 PagedKvStorage::PagedKvStorage(int numLayers, int numKvHeads, int headDim, int numBlocks, int blockSize,
                                at::ScalarType dtype, at::Device device)
@@ -41,30 +30,9 @@ StepKvCache::StepKvCache(PagedKvStorage& storage, std::vector<StepSequence> sequ
     for (const auto& s : m_sequences) {
         LECTOR_ASSERT(static_cast<std::int64_t>(s.slots.size()) == s.past + s.numNew);
         newSlots.insert(newSlots.end(), s.slots.end() - s.numNew, s.slots.end());
-        m_maxQueryLen = std::max(m_maxQueryLen, s.numNew);
-        m_maxContextLen = std::max(m_maxContextLen, s.past + s.numNew);
     }
     m_newSlots = at::tensor(newSlots, i64).to(device);
-    if (!device.is_cuda() || !kHaveKernels) {
-        for (const auto& s : m_sequences) m_contextSlots.push_back(at::tensor(s.slots, i64).to(device));
-        return;
-    }
-    // Block ids of each sequence from its slots (one per blockSize tokens), padded with 0 (never read).
-    const int bs = m_storage.blockSize();
-    const auto numSeqs = static_cast<std::int64_t>(m_sequences.size());
-    const std::int64_t maxBlocks = (m_maxContextLen + bs - 1) / bs;
-    std::vector<std::int32_t> table(static_cast<size_t>(numSeqs * maxBlocks), 0), cu{0}, lens;
-    for (std::int64_t i = 0; i < numSeqs; ++i) {
-        const auto& s = m_sequences[static_cast<size_t>(i)];
-        for (size_t t = 0; t < s.slots.size(); t += static_cast<size_t>(bs))
-            table[static_cast<size_t>(i * maxBlocks) + t / static_cast<size_t>(bs)] = static_cast<std::int32_t>(s.slots[t] / bs);
-        cu.push_back(cu.back() + static_cast<std::int32_t>(s.numNew));
-        lens.push_back(static_cast<std::int32_t>(s.past + s.numNew));
-    }
-    const auto i32 = at::TensorOptions().dtype(at::kInt);
-    m_blockTable = at::tensor(table, i32).view({numSeqs, maxBlocks}).to(device);
-    m_cuSeqlensQ = at::tensor(cu, i32).to(device);
-    m_contextLens = at::tensor(lens, i32).to(device);
+    for (const auto& s : m_sequences) m_contextSlots.push_back(at::tensor(s.slots, i64).to(device));
 }
 
 at::Tensor StepKvCache::appendAndAttend(int layerIdx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -74,7 +42,6 @@ at::Tensor StepKvCache::appendAndAttend(int layerIdx, const at::Tensor& q, const
     at::Tensor& keys = m_storage.keys(layerIdx);
     at::Tensor& values = m_storage.values(layerIdx);
     LECTOR_ASSERT(m_newSlots.defined() && m_newSlots.size(0) == q.size(0));
-    if (keys.is_cuda() && kHaveKernels) return attendWithKernels(layerIdx, q, k, v, scale);
     keys.index_copy_(0, m_newSlots, k.to(keys.scalar_type()));
     values.index_copy_(0, m_newSlots, v.to(values.scalar_type()));
     at::Tensor out = at::empty_like(q);
@@ -86,36 +53,6 @@ at::Tensor StepKvCache::appendAndAttend(int layerIdx, const at::Tensor& q, const
     }
     return out;
 }
-
-#if defined(LECTOR_HAVE_CUDA)
-at::Tensor StepKvCache::attendWithKernels(int layerIdx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                          double scale)
-{
-    // NOTE: written after the last GPU run of 2026-11-30; first exercised by the next one
-    // (bench/gpu/run_serving.sh, tst_hunyuan_engine on CUDA).
-    at::Tensor& keys = m_storage.keys(layerIdx);
-    at::Tensor& values = m_storage.values(layerIdx);
-    const int bs = m_storage.blockSize();
-    const at::Tensor keyCache = keys.view({-1, bs, keys.size(1), keys.size(2)});
-    const at::Tensor valueCache = values.view({-1, bs, values.size(1), values.size(2)});
-    const auto dtype = keys.scalar_type();
-    gpu::writeKvCache(keyCache, valueCache, k.to(dtype), v.to(dtype), m_newSlots);
-    const at::Tensor query = q.to(dtype).contiguous();
-    at::Tensor out = at::empty_like(query);
-    if (m_maxQueryLen == 1) {  // decodes only: one query row per sequence, in sequence order
-        gpu::pagedDecodeAttention(out, query, keyCache, valueCache, m_blockTable, m_contextLens, m_maxContextLen, scale);
-    } else {
-        gpu::pagedPrefillAttention(out, query, keyCache, valueCache, m_blockTable, m_cuSeqlensQ, m_contextLens,
-                                   m_maxQueryLen, m_maxContextLen, scale);
-    }
-    return out.to(q.scalar_type());
-}
-#else
-at::Tensor StepKvCache::attendWithKernels(int, const at::Tensor&, const at::Tensor&, const at::Tensor&, double)
-{
-    throw std::logic_error("paged CUDA kernels are not built in (LECTOR_CUDA=OFF)");
-}
-#endif
 
 at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values, std::int64_t past,
                            double scale)

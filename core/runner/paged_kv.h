@@ -3,10 +3,10 @@
 // slots belong to which sequence is the scheduler's business (core/kv block tables). StepKvCache serves
 // one flattened forward over several sequences' chunks (prefill chunks and decode tokens together): it
 // writes each new token's K/V into its slot and computes each sequence's causal attention over its own
-// slots (cached + new). On the CPU the attention is the same float32-softmax formula as ContiguousKvCache,
-// so the batched engine reproduces the single-sequence reference path; on CUDA (a LECTOR_CUDA build) the
-// K/V write and the attention are gpu/'s paged kernels (decode kernel when every sequence brings one
-// token, else the prefill kernel over chunks and decodes together), which read the storage in place.
+// slots (cached + new) with the same float32-softmax formula as ContiguousKvCache, so the batched engine
+// reproduces the single-sequence reference path. It is the reference runner's view (libtorch ops on
+// any device); the GPU engine's decoder, ModelRunner (model_runner.h), reads the same storage with
+// gpu/'s paged kernels instead.
 // Threads: engine thread only.
 #pragma once
 
@@ -58,16 +58,10 @@ public:
     void clear() override {}
 
 private:
-    at::Tensor attendWithKernels(int layerIdx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale);
-
     PagedKvStorage& m_storage;
     std::vector<StepSequence> m_sequences;
     at::Tensor m_newSlots;                   // [total new tokens] int64: each batch row's slot (storage device)
-    std::vector<at::Tensor> m_contextSlots;  // per sequence [past + numNew] int64 (the libtorch path)
-    // The CUDA kernels' view of the step (gpu/ops.h): block table [numSeqs, maxBlocks] int32, query start
-    // offsets [numSeqs + 1] int32, context lengths [numSeqs] int32.
-    at::Tensor m_blockTable, m_cuSeqlensQ, m_contextLens;
-    std::int64_t m_maxQueryLen = 0, m_maxContextLen = 0;
+    std::vector<at::Tensor> m_contextSlots;  // per sequence [past + numNew] int64
 };
 
 // Causal GQA attention of n queries at sequence indices past .. past+n-1 over keys/values [past+n, kvHeads, d]:

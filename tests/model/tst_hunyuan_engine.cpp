@@ -179,6 +179,10 @@ LECTOR_TEST(cancellingFreesBlocksAtOnce)
     for (int i = 0; i < 4; ++i) backend->step();  // vision, prefill, a few decodes
     const int before = backend->kvBlocksInUse();
     LECTOR_CHECK(before > 0);
+    // The engine's stats snapshot reports the same pool: 4096 tokens / 16 = 256 blocks.
+    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, before);
+    LECTOR_CHECK_EQ(backend->stats().kvBlocksTotal, 256);
+    LECTOR_CHECK_EQ(backend->stats().runningSequences, 2);
     backend->cancel(1);
     LECTOR_CHECK(backend->kvBlocksInUse() < before);
     LECTOR_CHECK(out.results.count(1) == 1 && out.results[1].failed() && out.results[1].error->code == "cancelled");

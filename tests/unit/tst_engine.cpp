@@ -53,6 +53,13 @@ public:
         m_inFlight.clear();
     }
     std::vector<RequestPtr> takeInFlight() override { return std::exchange(m_inFlight, {}); }
+    EngineStats stats() const override
+    {
+        EngineStats s;
+        s.waitingSequences = static_cast<int>(m_waiting.size());
+        s.kvBlocksTotal = 7;  // a marker that the engine publishes what the backend reports
+        return s;
+    }
     void cancel(RequestId id) override
     {
         for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it) {
@@ -130,6 +137,25 @@ LECTOR_TEST(everyRequestFinishesExactlyOnceWithItsResult)
         LECTOR_CHECK(rs[0].timing("total") >= rs[0].timing("queue"));
     }
     LECTOR_CHECK_EQ(engine->pendingCount(), size_t(0));
+}
+
+LECTOR_TEST(statsArePublishedAfterEachStep)
+{
+    auto engine = startEngine(std::make_unique<FakeBackend>(), EngineConfig{});
+    LECTOR_CHECK_EQ(engine->stats().steps, 0LL);  // nothing ran yet
+    Collector c;
+    for (int i = 0; i < 9; ++i) LECTOR_CHECK(engine->submit(makeRequest("s" + std::to_string(i)), c.callbacks()).ok());
+    c.waitFor(9);
+    // Nine requests at four per step: at least three steps; the snapshot follows the step that
+    // finished the last result, so wait for it briefly.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (engine->stats().steps < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const EngineStats s = engine->stats();
+    LECTOR_CHECK(s.steps >= 3);
+    LECTOR_CHECK_EQ(s.kvBlocksTotal, 7);
+    LECTOR_CHECK_EQ(s.waitingSequences, 0);
+    engine->shutdown();
 }
 
 LECTOR_TEST(requestsQueuedTogetherShareASteps)
