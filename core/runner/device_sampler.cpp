@@ -4,7 +4,6 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/common/assert.h"
 #include "gpu/ops.h"

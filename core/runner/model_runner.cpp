@@ -9,12 +9,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
-#include <numeric>
+#include <functional>
 
 #include "core/common/assert.h"
-#include "core/model/hunyuan/prompt.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
 

@@ -1,10 +1,11 @@
 // ModelRunner: HunyuanOCR's text decoder for the serving engine, on gpu/'s fused ops over the paged KV
 // cache. One run() is one engine step: a flattened batch of prefill chunks and decode tokens of many
-// sequences, with per-step metadata packed into one host buffer and copied to the device at once.
+// sequences, with per-step metadata packed into two host buffers (int64, int32), one copy each.
 // Per layer: QKV matmul, QK-norm + XD-RoPE (one kernel), K/V written into the paged cache, paged
 // attention (decode kernel when every sequence brings one token, else the prefill kernel), O matmul,
-// fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Linear layers are
-// libtorch matrix products. Decode-only steps on CUDA replay a CUDA graph captured for the next
+// fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Projections are
+// libtorch matrix products, or gpu/'s skinny GEMM at few rows where it measures faster (tuneLayouts).
+// Decode-only steps on CUDA replay a CUDA graph captured for the next
 // larger batch size of a ladder (1, 2, 4, 8, 16, 24, 32, ... 256), so a step is one graph launch.
 // On the CPU the same code runs gpu/'s scalar references (tests; the engine's CPU path stays the
 // libtorch reference decoder). The arithmetic follows TextDecoder (RMSNorm in float32 then cast,
