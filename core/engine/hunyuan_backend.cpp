@@ -44,13 +44,13 @@ Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, a
     if (!device.is_cuda()) return 16384;
     const gpu::DeviceMemory mem = gpu::deviceMemory(device);
     if (mem.totalBytes <= 0) return 131072;
-    const std::int64_t used = mem.totalBytes - mem.freeBytes;
-    const std::int64_t reserve = std::int64_t(3) << 30;
-    const auto budget = static_cast<std::int64_t>(config.gpuMemoryUtilization * static_cast<double>(mem.totalBytes)) -
-                        used - reserve;
-    const std::int64_t perToken = kv::bytesPerBlock(t.numLayers, t.numKvHeads, t.headDim, 1,
-                                                    static_cast<int>(at::elementSize(dtype)));
-    const std::int64_t tokens = std::min<std::int64_t>(budget / std::max<std::int64_t>(perToken, 1), 1 << 22);
+    const std::int64_t activationReserve = std::int64_t(3) << 30;
+    const std::int64_t used = mem.totalBytes - mem.freeBytes + activationReserve;
+    const int blockSize = 16;
+    const std::int64_t blockBytes =
+        kv::bytesPerBlock(t.numLayers, t.numKvHeads, t.headDim, blockSize, static_cast<int>(at::elementSize(dtype)));
+    const std::int64_t tokens = std::min<std::int64_t>(
+        kv::blocksForMemory(mem.totalBytes, used, config.gpuMemoryUtilization, blockBytes) * blockSize, 1 << 22);
     if (tokens < 4096)
         return makeError("bad_config", "--gpu-memory-utilization " + std::to_string(config.gpuMemoryUtilization) +
                                            " leaves room for " + std::to_string(std::max<std::int64_t>(tokens, 0)) +
