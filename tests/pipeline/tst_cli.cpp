@@ -325,30 +325,39 @@ LECTOR_TEST(hunyuanSpottingRunsTheTinyModelEndToEnd)
 {
     const fs::path dir = lector::test::tinyHunyuanFolder();
     const json golden = json::parse(readAll(lector::test::fixture("fixtures/hunyuan/golden_summary.json")));
-    const Run r = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) +
-                      " --preset spotting --repetition-penalty 1 --max-new-tokens 8 --format jsonl " +
-                      quote(lector::test::fixture("fixtures/hunyuan/receipt_zh.png").string()) + " " +
-                      quote(lector::test::fixture("fixtures/hunyuan/doc_en.png").string()));
-    LECTOR_CHECK_MSG(r.rc == 0, "rc " << r.rc << "\n" << r.err);
-    const auto results = jsonLines(r.out);
-    LECTOR_CHECK_EQ(results.size(), size_t(2));
-    const char* names[] = {"receipt_zh", "doc_en"};
-    for (size_t i = 0; i < results.size() && i < 2; ++i) {
-        const json& res = results[i];
-        const json& want = golden.at("cases").at(names[i]);
-        LECTOR_CHECK_MSG(res.at("error").is_null(), res.dump());
-        LECTOR_CHECK_EQ(res.at("model").get<std::string>(), std::string("hunyuan-ocr-1.0"));
-        // The prompt the engine built is the golden prefill, token for token in length (image block
-        // from the preprocessed grid + the spotting prompt's 13 ids + the chat specials).
-        LECTOR_CHECK_EQ(res.at("tokens").at("prompt").get<int>(), want.at("seq_len").get<int>());
-        // The model's output is the golden greedy decode: every generated id reads back as "t<id>".
-        std::string expected;
-        for (int k = 0; k < 8; ++k) expected += "t" + std::to_string(want.at("greedy_ids")[k].get<int>());
-        LECTOR_CHECK_EQ(res.at("raw").get<std::string>(), expected);
-        LECTOR_CHECK_EQ(res.at("tokens").at("generated").get<int>(), 8);
-        for (const char* stage : {"vision", "prefill", "decode", "total"})
-            LECTOR_CHECK_MSG(res.at("timing_ms").contains(stage), res.at("timing_ms").dump());
+    // Both decoders: the libtorch reference (the CPU default) and the GPU engine's fused runner, which
+    // runs here through gpu/'s CPU references; both must give the golden decode.
+    for (const char* runner : {"reference", "fused"}) {
+        const Run r = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) + " --runner " + runner +
+                          " --preset spotting --repetition-penalty 1 --max-new-tokens 8 --format jsonl " +
+                          quote(lector::test::fixture("fixtures/hunyuan/receipt_zh.png").string()) + " " +
+                          quote(lector::test::fixture("fixtures/hunyuan/doc_en.png").string()));
+        LECTOR_CHECK_MSG(r.rc == 0, runner << ": rc " << r.rc << "\n" << r.err);
+        const auto results = jsonLines(r.out);
+        LECTOR_CHECK_EQ(results.size(), size_t(2));
+        const char* names[] = {"receipt_zh", "doc_en"};
+        for (size_t i = 0; i < results.size() && i < 2; ++i) {
+            const json& res = results[i];
+            const json& want = golden.at("cases").at(names[i]);
+            LECTOR_CHECK_MSG(res.at("error").is_null(), res.dump());
+            LECTOR_CHECK_EQ(res.at("model").get<std::string>(), std::string("hunyuan-ocr-1.0"));
+            // The prompt the engine built is the golden prefill, token for token in length (image block
+            // from the preprocessed grid + the spotting prompt's 13 ids + the chat specials).
+            LECTOR_CHECK_EQ(res.at("tokens").at("prompt").get<int>(), want.at("seq_len").get<int>());
+            // The model's output is the golden greedy decode: every generated id reads back as "t<id>".
+            std::string expected;
+            for (int k = 0; k < 8; ++k) expected += "t" + std::to_string(want.at("greedy_ids")[k].get<int>());
+            LECTOR_CHECK_EQ(res.at("raw").get<std::string>(), expected);
+            LECTOR_CHECK_EQ(res.at("tokens").at("generated").get<int>(), 8);
+            for (const char* stage : {"vision", "prefill", "decode", "total"})
+                LECTOR_CHECK_MSG(res.at("timing_ms").contains(stage), res.at("timing_ms").dump());
+        }
     }
+    // An unknown runner is a usage error naming the option.
+    const Run bad = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) + " --runner turbo " +
+                        quote(lector::test::fixture("fixtures/hunyuan/receipt_zh.png").string()));
+    LECTOR_CHECK_EQ(bad.rc, 2);
+    LECTOR_CHECK_MSG(bad.err.find("--runner") != std::string::npos, bad.err);
     // A KV cache smaller than the prompt (335 tokens): a clear error object for that image, exit 1.
     const Run small = cli("recognize --model hunyuan-ocr --model-dir " + quote(dir.string()) +
                           " --preset spotting --kv-cache-tokens 256 --format jsonl " +
