@@ -253,19 +253,41 @@ void HunyuanBackend::step()
 
 void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
 {
+    // The step's images go through the tower together (attention stays per image), in groups of at most
+    // kVisionPatchesPerCall patches so the activations stay bounded (a 2048x2048 page has 16384).
+    constexpr std::int64_t kVisionPatchesPerCall = 32768;
+    std::vector<Sequence*> group;
+    std::vector<hy::PreprocessedImage> pixels;
+    std::int64_t patches = 0;
+    auto flush = [&] {
+        if (group.empty()) return;
+        const auto t0 = Clock::now();
+        std::vector<const hy::PreprocessedImage*> inputs;
+        for (const auto& p : pixels) inputs.push_back(&p);
+        const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
+        for (size_t i = 0; i < group.size(); ++i) {
+            auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
+            if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
+            group[i]->promptEmbeds = std::move(embeds).value();
+        }
+        const double ms = msSince(t0);  // every image of the group is ready when the group is
+        for (Sequence* seq : group) seq->visionMs = ms;
+        group.clear();
+        pixels.clear();
+        patches = 0;
+    };
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
         if (seq.promptEmbeds.defined()) continue;
         auto [pre, preprocessMs] = seq.image.get();  // rethrows a failure of the preparation
         seq.preprocessMs = preprocessMs;
-        const auto t0 = Clock::now();
-        const at::Tensor imageEmbeds = m_vision.encode(pre);
-        auto embeds = m_decoder->embed(seq.promptIds, imageEmbeds, m_config.tokens.image);
-        if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
-        seq.promptEmbeds = std::move(embeds).value();
-        seq.visionMs = msSince(t0);
+        if (patches > 0 && patches + pre.numPatches() > kVisionPatchesPerCall) flush();
+        patches += pre.numPatches();
+        pixels.push_back(std::move(pre));
+        group.push_back(&seq);
     }
+    flush();
 }
 
 namespace {

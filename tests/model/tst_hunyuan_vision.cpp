@@ -157,6 +157,26 @@ LECTOR_TEST(chunkedAttentionGivesSameOutput)
                g->tensor("vision_output"));
 }
 
+// Both fixture images through the tower together (patches back to back, attention per image) give each
+// image's reference embeddings: the batch must not let one image attend to the other.
+LECTOR_TEST(imagesEncodedTogetherMatchTheirReferences)
+{
+    if (!lector::image::imageDecodingAvailable()) LECTOR_SKIP("no image decoder in this build");
+    const auto receipt = golden("receipt_zh"), doc = golden("doc_en");
+    auto docImage = lector::image::decodeImageFile(lector::test::fixture("fixtures/hunyuan/doc_en.png"));
+    LECTOR_CHECK_MSG(docImage.ok(), docImage.error().message);
+    const auto& cfg = model().config.preprocess;
+    auto a = hy::preprocessImage(imageFromTensor(receipt->tensor("resized_rgb")), cfg);
+    auto b = hy::preprocessImage(*docImage, cfg);
+    LECTOR_CHECK(a.ok() && b.ok());
+    c10::InferenceMode guard;
+    const auto out = model().encoder.encodeBatch({&*a, &*b, &*a});
+    LECTOR_CHECK_EQ(out.size(), size_t(3));
+    checkClose("image_embeds (batch, receipt)", out[0], receipt->tensor("image_embeds"));
+    checkClose("image_embeds (batch, document)", out[1], doc->tensor("image_embeds"));
+    checkClose("image_embeds (batch, receipt again)", out[2], receipt->tensor("image_embeds"));
+}
+
 // The device path (fused attention on libtorch 2.x) against the same reference; skipped without CUDA.
 LECTOR_TEST(cudaMatchesReference)
 {

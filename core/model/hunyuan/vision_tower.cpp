@@ -149,18 +149,33 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
     return e + interpolatePositionTable(m_posTable, gridH, gridW, m_config.posEmbedPlusTenth).to(m_dtype);
 }
 
-at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const
+at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const
 {
-    const int64_t n = h.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
+    const int64_t c = m_config.hiddenSize;
+    const at::Tensor qkv = at::linear(h, b.qkvW, b.qkvB);  // [sum N, 3C]: one matmul for every image
+    if (lengths.size() == 1) return at::linear(attendOneImage(qkv), b.oW, b.oB);
+    // Full attention inside each image only: the images' rows sit back to back.
+    at::Tensor out = at::empty({h.size(0), c}, h.options());
+    int64_t offset = 0;
+    for (int64_t n : lengths) {
+        out.narrow(0, offset, n).copy_(attendOneImage(qkv.narrow(0, offset, n)));
+        offset += n;
+    }
+    return at::linear(out, b.oW, b.oB);
+}
+
+at::Tensor VisionEncoder::attendOneImage(const at::Tensor& qkvRows) const
+{
+    const int64_t n = qkvRows.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
     // [N, 3C] -> [3, heads, N, d]
-    const auto qkv = at::linear(h, b.qkvW, b.qkvB).view({n, 3, heads, d}).permute({1, 2, 0, 3});
+    const auto qkv = qkvRows.view({n, 3, heads, d}).permute({1, 2, 0, 3});
 #if defined(LECTOR_HAVE_SDPA)
     // On GPUs the fused kernel never materialises the [heads, N, N] scores. The CPU keeps the explicit
     // path below, so the float32 reference is the same code on every libtorch version.
-    if (!h.is_cpu()) {
+    if (!qkvRows.is_cpu()) {
         const auto o = at::scaled_dot_product_attention(qkv[0].unsqueeze(0), qkv[1].unsqueeze(0),
                                                         qkv[2].unsqueeze(0));  // [1, heads, N, d]
-        return at::linear(o.squeeze(0).permute({1, 0, 2}).reshape({n, c}), b.oW, b.oB);
+        return o.squeeze(0).permute({1, 0, 2}).reshape({n, c});
     }
 #endif
     const auto q = (qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)))).contiguous();  // [heads, N, d]
@@ -169,37 +184,58 @@ at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b) const
     // Full attention inside the image, queries in chunks so the [heads, rows, N] scores stay bounded
     // (16K patches would need 16 GB at once).
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n, m_scoreBudget / std::max<int64_t>(1, heads * n)));
-    auto out = at::empty({heads, n, d}, h.options());
+    auto out = at::empty({heads, n, d}, qkvRows.options());
     for (int64_t s = 0; s < n; s += chunk) {
         const int64_t e = std::min(n, s + chunk);
         auto scores = at::matmul(q.slice(1, s, e), kT);                 // [heads, rows, N]
-        auto probs = at::softmax(scores, -1, at::kFloat).to(h.scalar_type());
+        auto probs = at::softmax(scores, -1, at::kFloat).to(qkvRows.scalar_type());
         out.slice(1, s, e).copy_(at::matmul(probs, v));                  // [heads, rows, d]
     }
-    return at::linear(out.permute({1, 0, 2}).reshape({n, c}), b.oW, b.oB);
+    return out.permute({1, 0, 2}).reshape({n, c});
 }
 
 at::Tensor VisionEncoder::runBlocks(at::Tensor x) const
 {
+    const std::vector<int64_t> lengths{x.size(0)};
+    return runBlocks(std::move(x), lengths);
+}
+
+at::Tensor VisionEncoder::runBlocks(at::Tensor x, const std::vector<int64_t>& lengths) const
+{
     const std::vector<int64_t> norm{m_config.hiddenSize};
     const double eps = m_config.layerNormEps;
     for (const Block& b : m_blocks) {
-        x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b);
+        x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b, lengths);
         auto h = at::gelu(at::linear(at::layer_norm(x, norm, b.ln2W, b.ln2B, eps), b.fc1W, b.fc1B));  // exact erf
         x = x + at::linear(h, b.fc2W, b.fc2B);
     }
     return x;
 }
 
-at::Tensor VisionEncoder::encode(const PreprocessedImage& image) const
+at::Tensor VisionEncoder::encode(const PreprocessedImage& image) const { return encodeBatch({&image})[0]; }
+
+std::vector<at::Tensor> VisionEncoder::encodeBatch(const std::vector<const PreprocessedImage*>& images) const
 {
     const int m = m_config.spatialMergeSize;
-    if (image.gridH <= 0 || image.gridW <= 0 || image.gridH % m != 0 || image.gridW % m != 0)
-        throw std::invalid_argument("VisionEncoder: grid " + std::to_string(image.gridH) + "x" +
-                                    std::to_string(image.gridW) + " is not a positive multiple of the merge size");
-    auto x = embed(image.pixelValues, image.gridH, image.gridW);
-    x = runBlocks(std::move(x));
-    return merge(x, image.gridH, image.gridW);
+    std::vector<at::Tensor> embeds;
+    std::vector<int64_t> lengths;
+    for (const PreprocessedImage* image : images) {
+        if (image->gridH <= 0 || image->gridW <= 0 || image->gridH % m != 0 || image->gridW % m != 0)
+            throw std::invalid_argument("VisionEncoder: grid " + std::to_string(image->gridH) + "x" +
+                                        std::to_string(image->gridW) + " is not a positive multiple of the merge size");
+        embeds.push_back(embed(image->pixelValues, image->gridH, image->gridW));
+        lengths.push_back(image->numPatches());
+    }
+    if (images.empty()) return {};
+    // Token-wise work (norms, matmuls, GELU) runs once over every image's patches; attention per image.
+    const at::Tensor x = runBlocks(embeds.size() == 1 ? embeds[0] : at::cat(embeds), lengths);
+    std::vector<at::Tensor> out;
+    int64_t offset = 0;
+    for (size_t i = 0; i < images.size(); ++i) {
+        out.push_back(merge(x.narrow(0, offset, lengths[i]), images[i]->gridH, images[i]->gridW));
+        offset += lengths[i];
+    }
+    return out;
 }
 
 }  // namespace lector::model::hunyuan

@@ -1,6 +1,7 @@
-// VisionEncoder: HunyuanOCR's vision side for one image at a time (spec §3): patch embedding, the
-// learned position table interpolated to the image grid, N pre-norm ViT blocks with full attention
-// inside the image, then the perceive merger (perceive.h). Output rows replace the image placeholder
+// VisionEncoder: HunyuanOCR's vision side (spec §3): patch embedding, the learned position table
+// interpolated to the image grid, N pre-norm ViT blocks with full attention inside each image, then the
+// perceive merger (perceive.h). Several images go through the blocks together (their patches back to
+// back; attention stays per image). Output rows replace the image placeholder
 // tokens of the prompt in order (begin row, grid rows each ended by a newline row, end row).
 // Built once at model load; encode() runs on the engine thread (tensors live on the model's device).
 // Reference path: CPU float32; other dtypes/devices work through the same ATen ops.
@@ -37,12 +38,17 @@ public:
     // The whole vision side: [T_img, outHidden] with T_img = image.numImageTokens(merge), on the
     // model's device and dtype. Throws std::invalid_argument when the image does not fit the config.
     at::Tensor encode(const PreprocessedImage& image) const;
+    // Several images at once, one output per image as encode() gives it. The token-wise work (norms,
+    // matmuls, GELU) runs once over all patches; attention stays inside each image.
+    std::vector<at::Tensor> encodeBatch(const std::vector<const PreprocessedImage*>& images) const;
 
     // --- stages (for tests and benchmarks) ---
     // pixelValues [N, 3*p*p] (any device/dtype) -> patch embedding + position embedding [N, hidden].
     at::Tensor embed(const at::Tensor& pixelValues, int gridH, int gridW) const;
-    // The ViT blocks: [N, hidden] -> [N, hidden].
+    // The ViT blocks: [N, hidden] -> [N, hidden]; with lengths, x holds several images' patches back
+    // to back (lengths sum to N) and attention stays inside each.
     at::Tensor runBlocks(at::Tensor x) const;
+    at::Tensor runBlocks(at::Tensor x, const std::vector<int64_t>& lengths) const;
     // The merger: [N, hidden] -> [T_img, outHidden].
     at::Tensor merge(const at::Tensor& x, int gridH, int gridW) const { return m_merger.forward(x, gridH, gridW); }
 
@@ -65,7 +71,10 @@ private:
         at::Tensor fc2W;                    // [hidden, intermediate]
         at::Tensor fc2B;                    // [hidden]
     };
-    at::Tensor attention(const at::Tensor& h, const Block& b) const;  // [N, hidden] -> [N, hidden]
+    // [sum N, hidden] -> [sum N, hidden], attention inside each image of `lengths`.
+    at::Tensor attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const;
+    // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection).
+    at::Tensor attendOneImage(const at::Tensor& qkvRows) const;
 
     VisionConfig m_config;
     at::ScalarType m_dtype = at::kFloat;
