@@ -3,9 +3,10 @@
 // together (their prompt embeddings are kept until the request ends, so a preempted request recomputes
 // only its decoder part), then ONE decoder forward over every scheduled prefill chunk and decode token
 // through a paged KV cache (core/runner/paged_kv.h), then sampling, streaming and, for finished
-// requests, output parsing into the result schema. On CUDA the decoder runs on the fused runner (gpu/ kernels, CUDA graphs for
-// decode steps) with sampling on the device; on the CPU it is the libtorch reference decoder in float32,
-// which reproduces the single-sequence reference path (generation.h) token for token.
+// requests, output parsing into the result schema. On CUDA the decoder runs on the fused runner (gpu/
+// kernels, CUDA graphs for decode steps) with sampling on the device; on the CPU it is the libtorch
+// reference decoder in float32, which reproduces the single-sequence reference path (generation.h)
+// token for token.
 // Engine thread only (accepts() and info() from any thread).
 #pragma once
 
