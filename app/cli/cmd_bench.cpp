@@ -60,13 +60,13 @@ struct ServingArgs {
     std::optional<PoissonOptions> poisson;
 };
 
-// --poisson RATE, --count N, --new-tokens-range A:B, --seed S, --copies N. Usage errors name the option.
+// --poisson RATE, --count N, --new-tokens-range A:B, --arrival-seed S, --copies N. Usage errors name the option.
 std::optional<std::string> servingArgsFrom(const Args& args, ServingArgs& out)
 {
     if (auto e = args.intValue("copies", 1, 1, 100000, out.copies)) return e;
     if (args.has("copies") && args.has("no-throughput")) return std::string("--copies needs the throughput run (drop --no-throughput)");
     if (!args.has("poisson")) {
-        for (const char* name : {"count", "new-tokens-range", "seed"})
+        for (const char* name : {"count", "new-tokens-range", "arrival-seed"})
             if (args.has(name)) return "--" + std::string(name) + " needs --poisson RATE";
         return std::nullopt;
     }
@@ -93,11 +93,11 @@ std::optional<std::string> servingArgsFrom(const Args& args, ServingArgs& out)
         p.newTokensMin = a;
         p.newTokensMax = b;
     }
-    if (args.has("seed")) {
-        const std::string s = args.value("seed");
+    if (args.has("arrival-seed")) {
+        const std::string s = args.value("arrival-seed");
         auto r = std::from_chars(s.data(), s.data() + s.size(), p.seed);
         if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
-            return "--seed expects a non-negative integer, got '" + s + "'";
+            return "--arrival-seed expects a non-negative integer, got '" + s + "'";
     }
     out.poisson = p;
     return std::nullopt;
@@ -356,7 +356,7 @@ int runBench(const std::vector<std::string>& argv)
     specs.push_back({"poisson", "RATE", "then an open-loop stream: Poisson arrivals at RATE requests/s"});
     specs.push_back({"count", "N", "--poisson: requests in the stream, images cycled (default 64)"});
     specs.push_back({"new-tokens-range", "A:B", "--poisson: max new tokens per request, uniform in [A, B] (default --max-new-tokens)"});
-    specs.push_back({"seed", "N", "--poisson: seed of the arrival gaps and new-token draws (default 1)"});
+    specs.push_back({"arrival-seed", "N", "--poisson: seed of the arrival gaps and new-token draws (default 1)"});
     specs.push_back({"json", "", "print JSON instead of a table"});
     specs.push_back({"results", "FILE", "also write the last measured pass's results as JSON Lines (for scoring)"});
     specs.push_back({"help", "", "show this help"});
