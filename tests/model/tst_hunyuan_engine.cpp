@@ -169,10 +169,12 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference) { checkBatchedAgains
 // CPU references: same batches, same preemptions, same tokens as the reference.
 LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
 
-LECTOR_TEST(cancellingFreesBlocksAtOnce)
+namespace {
+
+void checkCancelFreesBlocks(const std::string& runner)
 {
     const auto receipt = fixtureImage("receipt_zh");
-    auto backend = makeBackend(4096, 2048);
+    auto backend = makeBackend(4096, 2048, runner);
     Collected out;
     backend->add(makeRequest(1, receipt, 200, 1.03f, out));
     backend->add(makeRequest(2, receipt, 200, 1.03f, out));
@@ -191,6 +193,12 @@ LECTOR_TEST(cancellingFreesBlocksAtOnce)
     LECTOR_CHECK(!backend->hasWork());
     LECTOR_CHECK(out.results.count(2) == 1 && out.results[2].error->code == "cancelled");
 }
+
+}  // namespace
+
+LECTOR_TEST(cancellingFreesBlocksAtOnce) { checkCancelFreesBlocks("reference"); }
+// The same through the fused runner (gpu/'s CPU references) and its device-side sampler.
+LECTOR_TEST(cancellingFreesBlocksAtOnceWithTheFusedRunner) { checkCancelFreesBlocks("fused"); }
 
 LECTOR_TEST(promptLargerThanThePoolIsAClearError)
 {
