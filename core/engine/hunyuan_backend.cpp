@@ -131,6 +131,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         ro.cudaGraphs = config.cudaGraphs;
         backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
+        backend->m_runner->tuneLayouts();
         backend->m_runner->captureGraphs();
     }
     return std::unique_ptr<Backend>(std::move(backend));

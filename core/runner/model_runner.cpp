@@ -299,6 +299,7 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         for (size_t l = 0; l < layers.size(); ++l)
             m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
     }
+    m_layoutReport = report;
     return report;
 }
 
@@ -328,7 +329,6 @@ int ModelRunner::captureGraphs()
     const at::Device device = m_decoder.device();
     if (!m_options.cudaGraphs || !device.is_cuda() || !gpu::cudaGraphsAvailable() || !m_graphs.empty()) return 0;
     c10::InferenceMode inference;
-    m_layoutReport = tuneLayouts();
     const std::vector<int> sizes = graphBatchSizes(m_options.maxGraphBatch);
     if (sizes.empty()) return 0;
     const int maxBatch = sizes.back();

@@ -61,14 +61,16 @@ public:
     // Logits [sampled sequences, vocab] float32 on the decoder's device, in sequence order.
     at::Tensor run(const RunnerStep& step);
 
-    // Captures the decode graphs (CUDA builds of libtorch with a CUDA decoder; otherwise a no-op), after
-    // choosing the projections' weight layouts (tuneLayouts). Returns the number of graphs captured.
+    // Captures the decode graphs (CUDA builds of libtorch with a CUDA decoder and options.cudaGraphs;
+    // otherwise a no-op). Call tuneLayouts() first: graphs keep the layouts they were captured with.
+    // Returns the number of graphs captured.
     int captureGraphs();
     // For each projection (qkv, o, gate/up, down, LM head): keeps the weight as stored ([out, in],
     // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
     // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
     // the o projection at one row on an H200), and uses gpu/'s skinny GEMM for steps of up to 8 rows
-    // where that measures faster still. CUDA only; returns a line per projection.
+    // where that measures faster still. CUDA only (else a no-op); returns and keeps (layoutReport()) a
+    // line per projection.
     std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
@@ -99,11 +101,11 @@ private:
     at::Tensor m_cosSin;  // [maxPosition, headDim] float32: cos | sin halves, rounded through the model dtype
     std::vector<int> m_sections;
     double m_scale = 1.0;
-    std::int64_t m_decodePartition = -1;
+    std::int64_t m_decodePartition = -1;  // split-K partition of decode attention: -1 automatic (eager steps)
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
-    std::vector<std::string> m_layoutReport;               // what tuneLayouts() measured and chose  // split-K partition of decode attention: -1 automatic (eager steps)
+    std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
     at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size

@@ -257,6 +257,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     runner::PagedKvStorage kv(t.numLayers, t.numKvHeads, t.headDim, numBlocks, bs, dtype, device);
     runner::ModelRunner graphed(decoder, kv);
     const auto c0 = Clock::now();
+    graphed.tuneLayouts();
     const int numGraphs = graphed.captureGraphs();
     std::printf("## fused runner (core/runner/model_runner)\n\n%d CUDA graphs captured in %.0f ms\n\n", numGraphs, msSince(c0));
     for (const std::string& line : graphed.layoutReport()) std::printf("- weight layout, %s\n", line.c_str());
@@ -319,6 +320,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     runner::RunnerOptions eagerOptions;
     eagerOptions.cudaGraphs = false;
     runner::ModelRunner eager(decoder, kv, eagerOptions);
+    eager.tuneLayouts();  // same layouts as the graphed runner: the columns differ by graphs only
     std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s |\n|---|---|---|---|\n", context);
     for (int b : batches) {
         const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
