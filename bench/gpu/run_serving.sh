@@ -7,7 +7,8 @@
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
 #   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
-#     70 % of the 64-page throughput with 64 to 1024 new tokens.
+#     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
+#     tokens (every request must finish through preemption).
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz.
 source "$(dirname "$0")/lib.sh"
 T0=$(date +%s)
@@ -75,6 +76,11 @@ for n in ("thr64", "thr256"):
     except Exception as e:
         print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
 PY
+step "a KV pool far too small: 16 pages with 8192 cache tokens (preemption by recompute on the GPU path)"
+timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 16 --kv-cache-tokens 8192 --json \
+  > "$W/tinypool.json" 2>&1
+python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];print('tiny pool:', t['finished'], 'of', t['requests'], 'finished,', t['failures'], 'failed,', t['preemptions'], 'preemptions, peak', t['kv_blocks']['peak'], 'of', t['kv_blocks']['total'], 'blocks')" \
+  || tail -5 "$W/tinypool.json"
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
 timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
