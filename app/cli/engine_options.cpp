@@ -25,7 +25,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"ignore-eos", "", "benchmarks: generate exactly --max-new-tokens (stop ids do not end)"},
         {"kv-cache-tokens", "N", "hunyuan-ocr: KV cache size in tokens (default 16384 on cpu; on cuda from --gpu-memory-utilization)"},
         {"gpu-memory-utilization", "F", "hunyuan-ocr on cuda: fraction of the GPU's memory to fill with weights + KV cache (default 0.9)"},
-        {"runner", "NAME", "hunyuan-ocr decoder: auto (default: fused kernels + CUDA graphs on cuda), fused, reference"},
+        {"runner", "NAME", "hunyuan-ocr decoder: auto (fused kernels + CUDA graphs on cuda, reference on cpu), fused (on cpu: scalar kernel references, for tests), reference"},
         {"no-cuda-graphs", "", "hunyuan-ocr on cuda: run decode steps eagerly (for comparison)"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 2048)"},
     };
