@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "core/common/assert.h"
 #include "gpu/device.h"
@@ -258,13 +259,15 @@ std::vector<std::string> ModelRunner::tuneLayouts()
     c10::InferenceMode inference;
     const auto& layers = m_decoder.layers();
     const char* names[kNumProjections + 1] = {"qkv", "o", "gate/up", "down", "lm head"};
-    auto fmt = [](double us) { return std::to_string(static_cast<int>(us * 10 + 0.5) / 10.0).substr(0, 6); };
+    auto fmt = [](double us) {
+        return std::isfinite(us) ? std::to_string(static_cast<int>(us * 10 + 0.5) / 10.0).substr(0, 6) : std::string("-");
+    };
     for (int p = 0; p <= kNumProjections; ++p) {
         const at::Tensor& w0 = p == kNumProjections ? m_decoder.lmHead() : weightOf(static_cast<Projection>(p), 0);
         const at::Tensor t0 = w0.t().contiguous();
         // Microseconds at 1, 8 and 32 rows: as stored (at::linear), transposed (at::mm); the skinny GEMM
         // at 1, 2, 4 and 8 rows.
-        double stored[3] = {}, transposed[3] = {}, skinny[4] = {}, best[4] = {};
+        double stored[3] = {}, transposed[3] = {}, skinny[4] = {}, best[4] = {}, skinnyError = 0;
         const std::int64_t rowCounts[3] = {1, 8, 32}, skinnyRows[4] = {1, 2, 4, 8};
         for (int i = 0; i < 3; ++i) {
             const at::Tensor x = at::randn({rowCounts[i], w0.size(1)}, w0.options());
@@ -278,7 +281,15 @@ std::vector<std::string> ModelRunner::tuneLayouts()
             const at::Tensor out = at::empty({skinnyRows[i], w0.size(0)}, w0.options());
             skinny[i] = graphedMicros(device, [&] { gpu::skinnyLinear(out, x, w0); }, x);
             best[i] = graphedMicros(device, [&] { (void)(useT ? at::mm(x, library) : at::linear(x, library)); }, x);
+            // Our kernel is only used where it agrees with the matmul library on this card (it was
+            // tested on sm_90; a wrong result elsewhere must cost speed, not text).
+            gpu::skinnyLinear(out, x, w0);
+            const at::Tensor want = at::linear(x, w0).to(at::kFloat);
+            skinnyError = std::max(skinnyError, (out.to(at::kFloat) - want).norm().item<double>() /
+                                                    std::max(want.norm().item<double>(), 1e-30));
         }
+        if (skinnyError > 1e-2)
+            for (double& us : skinny) us = std::numeric_limits<double>::infinity();
         // The skinny GEMM serves steps up to the largest row count below which it is always >= 10% faster.
         int upTo = 0;
         for (int i = 0; i < 4 && skinny[i] < 0.9 * best[i]; ++i) upTo = static_cast<int>(skinnyRows[i]);
@@ -287,7 +298,7 @@ std::vector<std::string> ModelRunner::tuneLayouts()
                          fmt(transposed[1]) + " / " + fmt(transposed[2]) + "; at 1 / 2 / 4 / 8 rows skinny GEMM " +
                          fmt(skinny[0]) + " / " + fmt(skinny[1]) + " / " + fmt(skinny[2]) + " / " + fmt(skinny[3]) +
                          " vs " + fmt(best[0]) + " / " + fmt(best[1]) + " / " + fmt(best[2]) + " / " + fmt(best[3]) +
-                         " -> " + (useT ? "transposed" : "as stored") +
+                         " (rel. error " + std::to_string(skinnyError) + ") -> " + (useT ? "transposed" : "as stored") +
                          (upTo > 0 ? ", skinny GEMM up to " + std::to_string(upTo) + " rows" : ""));
         m_skinnyRows[p] = upTo;
         if (!useT) continue;
