@@ -7,6 +7,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "core/common/log.h"
 #include "core/common/timing.h"
 #include "core/doc/output_parser.h"
 #include "core/model/hunyuan/generation.h"
@@ -133,6 +134,20 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         backend->m_runner->tuneLayouts();
         backend->m_runner->captureGraphs();
+        // Our kernels were validated on one GPU generation: where they disagree with the reference
+        // decoder on this card, serve with the reference instead of producing wrong text.
+        const double error = backend->m_runner->selfCheck();
+        const double limit = dtype == at::kFloat ? 1e-3 : 5e-2;
+        if (!(error <= limit)) {
+            LECTOR_LOG_WARN("HunyuanOCR: the fused runner disagrees with the reference decoder on "
+                            << device << " (relative error " << error << " > " << limit
+                            << "); using the reference decoder");
+            if (config.hunyuanRunner == "fused")
+                return makeError("device_unavailable", "the fused runner disagrees with the reference decoder on " +
+                                                           device.str() + " (relative error " + std::to_string(error) + ")");
+            backend->m_runner.reset();
+            backend->m_sampler.reset();
+        }
     }
     return std::unique_ptr<Backend>(std::move(backend));
 }

@@ -229,6 +229,49 @@ at::Tensor ModelRunner::project(const at::Tensor& x, Projection p, size_t l) con
     return at::linear(x, weightOf(p, l));
 }
 
+// --- self check ---
+
+double ModelRunner::selfCheck(int tokens)
+{
+    c10::InferenceMode inference;
+    const int numAxes = m_decoder.rope().numAxes();
+    const int bs = m_kv.blockSize();
+    const std::int64_t vocab = m_decoder.config().vocabSize;
+    std::vector<int> ids;
+    for (int i = 0; i < tokens + 1; ++i) ids.push_back(static_cast<int>((1000 + 37 * i) % std::max<std::int64_t>(vocab, 1)));
+    RunnerSequence seq;
+    for (int b = 0; b * bs < tokens + 1; ++b) seq.blocks.push_back(b);
+    seq.sample = true;
+    double worst = 0;
+    auto cache = m_decoder.makeCache(tokens + 1);
+    for (int phase = 0; phase < 2; ++phase) {
+        // Phase 0: prefill of the first `tokens` ids (given as embeddings); phase 1: one decode step.
+        const int from = phase == 0 ? 0 : tokens, count = phase == 0 ? tokens : 1;
+        const std::vector<int> chunk(ids.begin() + from, ids.begin() + from + count);
+        auto embeds = m_decoder.embed(chunk, at::Tensor(), -1);
+        if (!embeds.ok()) return std::numeric_limits<double>::infinity();
+        const at::Tensor positions = at::arange(from, from + count, at::kLong).unsqueeze(0).repeat({numAxes, 1});
+        const at::Tensor want = m_decoder.logits(m_decoder.forward(*embeds, positions.to(m_decoder.device()), *cache))
+                                    .select(0, count - 1);
+        RunnerStep step;
+        seq.numNew = count;
+        seq.past = from;
+        step.seqs.push_back(seq);
+        if (phase == 0) {
+            step.tokenIds.assign(static_cast<size_t>(count), -1);
+            step.promptEmbeds = *embeds;
+        } else {
+            step.tokenIds.push_back(chunk[0]);
+        }
+        for (int a = 0; a < numAxes; ++a)
+            for (int i = 0; i < count; ++i) step.positions.push_back(from + i);
+        const at::Tensor got = run(step).select(0, 0).to(at::kFloat);
+        const double err = (got - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-30);
+        worst = std::max(worst, std::isfinite(err) ? err : std::numeric_limits<double>::infinity());
+    }
+    return worst;
+}
+
 // --- weight layouts ---
 
 namespace {

@@ -73,6 +73,14 @@ public:
     // line per projection.
     std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
+
+    // Runs one short prompt (`tokens` ids, sequential positions) through this runner — a prefill, then a
+    // decode step (a graph replay when graphs are captured) — and through the reference TextDecoder on
+    // its own cache, and returns the larger relative L2 error of the two last-position logits. The
+    // engine checks this at load: the kernels were tested on one GPU generation, and a card where they
+    // disagree must fall back to the reference, not produce wrong text. Writes the first KV blocks of
+    // the pool (call it before serving, while the pool is empty).
+    double selfCheck(int tokens = 40);
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
 
 private:

@@ -261,6 +261,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     const int numGraphs = graphed.captureGraphs();
     std::printf("## fused runner (core/runner/model_runner)\n\n%d CUDA graphs captured in %.0f ms\n\n", numGraphs, msSince(c0));
     for (const std::string& line : graphed.layoutReport()) std::printf("- weight layout, %s\n", line.c_str());
+    std::printf("- load-time self check against the reference decoder: rel. L2 %.2e\n", graphed.selfCheck());
     if (!graphed.layoutReport().empty()) std::printf("\n");
 
     bool ok = true;

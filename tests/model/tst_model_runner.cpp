@@ -10,6 +10,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -123,6 +124,23 @@ LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
             LECTOR_CHECK_EQ(got[static_cast<int64_t>(i)].argmax().item<int64_t>(), want[i].argmax().item<int64_t>());
         }
     }
+}
+
+// The load-time check the engine relies on to fall back to the reference decoder on a card where the
+// kernels misbehave: on agreeing runners (here the CPU references) its error is tiny. (Dropping the
+// QK-norm/RoPE call from the runner makes it report 0.73, checked by hand.)
+LECTOR_TEST(selfCheckOfAgreeingRunnersIsTiny)
+{
+    c10::InferenceMode guard;
+    const auto dir = test::fixture("fixtures/hunyuan/tiny_model");
+    const hy::HunyuanConfig config = must(hy::loadConfig(dir));
+    const hy::WeightStore weights = must(hy::WeightStore::open(dir));
+    const hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
+    runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, 8, 16, at::kFloat,
+                              at::kCPU);
+    runner::ModelRunner runner(decoder, kv);
+    const double error = runner.selfCheck();
+    LECTOR_CHECK_MSG(std::isfinite(error) && error < 1e-5, "self check error " << error);
 }
 
 LECTOR_TEST(graphBatchLadderCoversEveryBatchUpToTheMaximum)
