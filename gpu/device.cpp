@@ -4,6 +4,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <chrono>
+
 #ifdef LECTOR_TORCH_HAS_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -68,6 +70,23 @@ void CudaGraph::replay()
 
 bool CudaGraph::captured() const { return m_impl->captured; }
 
+double graphMicros(const c10::Device& device, const std::function<void()>& body, int reps)
+{
+    constexpr int kReplays = 5;
+    body();
+    CudaGraph graph;
+    graph.capture(device, [&] {
+        for (int i = 0; i < reps; ++i) body();
+    });
+    const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device.index());
+    graph.replay();
+    stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kReplays; ++i) graph.replay();
+    stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / (kReplays * reps);
+}
+
 #else  // no CUDA libtorch
 
 bool cudaGraphsAvailable() { return false; }
@@ -82,6 +101,11 @@ void CudaGraph::capture(const c10::Device& device, const std::function<void()>&,
 }
 void CudaGraph::replay() { TORCH_CHECK(false, "CudaGraph::replay: libtorch was built without CUDA"); }
 bool CudaGraph::captured() const { return false; }
+double graphMicros(const c10::Device& device, const std::function<void()>&, int)
+{
+    TORCH_CHECK(false, "graphMicros on ", device, ": libtorch was built without CUDA");
+    return 0.0;
+}
 
 #endif
 

@@ -23,6 +23,11 @@ struct DeviceMemory {
 // cudaMemGetInfo of the device (memory the caching allocator holds counts as used).
 DeviceMemory deviceMemory(const c10::Device& device);
 
+// GPU microseconds of one body() call: body captured `reps` times in a CudaGraph (so host launch cost is
+// excluded), the graph replayed 5 times between synchronisations of the device's current stream. Runs
+// body once first, outside the graph. CUDA builds of libtorch only (throws elsewhere, like capture()).
+double graphMicros(const c10::Device& device, const std::function<void()>& body, int reps = 20);
+
 class CudaGraph {
 public:
     CudaGraph();

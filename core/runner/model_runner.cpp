@@ -8,9 +8,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "core/common/assert.h"
@@ -274,26 +272,6 @@ double ModelRunner::selfCheck(int tokens)
 
 // --- weight layouts ---
 
-namespace {
-
-// GPU microseconds of one fn() call: 20 calls captured in a graph (no launch overhead), replayed 5 times.
-double graphedMicros(const at::Device& device, const std::function<void()>& fn, const at::Tensor& probe)
-{
-    fn();
-    gpu::CudaGraph graph;
-    graph.capture(device, [&] {
-        for (int i = 0; i < 20; ++i) fn();
-    });
-    graph.replay();
-    (void)probe.flatten()[0].item<float>();  // waits for the device
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 5; ++i) graph.replay();
-    (void)probe.flatten()[0].item<float>();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 100.0;
-}
-
-}  // namespace
-
 std::vector<std::string> ModelRunner::tuneLayouts()
 {
     std::vector<std::string> report;
@@ -314,16 +292,16 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         const std::int64_t rowCounts[3] = {1, 8, 32}, skinnyRows[4] = {1, 2, 4, 8};
         for (int i = 0; i < 3; ++i) {
             const at::Tensor x = at::randn({rowCounts[i], w0.size(1)}, w0.options());
-            stored[i] = graphedMicros(device, [&] { (void)at::linear(x, w0); }, x);
-            transposed[i] = graphedMicros(device, [&] { (void)at::mm(x, t0); }, x);
+            stored[i] = gpu::graphMicros(device, [&] { (void)at::linear(x, w0); });
+            transposed[i] = gpu::graphMicros(device, [&] { (void)at::mm(x, t0); });
         }
         const bool useT = transposed[0] + transposed[2] < 0.9 * (stored[0] + stored[2]);
         const at::Tensor& library = useT ? t0 : w0;
         for (int i = 0; i < 4; ++i) {
             const at::Tensor x = at::randn({skinnyRows[i], w0.size(1)}, w0.options());
             const at::Tensor out = at::empty({skinnyRows[i], w0.size(0)}, w0.options());
-            skinny[i] = graphedMicros(device, [&] { gpu::skinnyLinear(out, x, w0); }, x);
-            best[i] = graphedMicros(device, [&] { (void)(useT ? at::mm(x, library) : at::linear(x, library)); }, x);
+            skinny[i] = gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, w0); });
+            best[i] = gpu::graphMicros(device, [&] { (void)(useT ? at::mm(x, library) : at::linear(x, library)); });
             // Our kernel is only used where it agrees with the matmul library on this card (it was
             // tested on sm_90; a wrong result elsewhere must cost speed, not text).
             gpu::skinnyLinear(out, x, w0);

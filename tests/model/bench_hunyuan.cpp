@@ -121,15 +121,6 @@ runner::RunnerStep decodeStep(int batch, int context, int blockSize, int numAxes
     return step;
 }
 
-// x [M, K] W[N, K]^T with K cut into S slices: S independent products, then their sum.
-at::Tensor splitKLinear(const at::Tensor& x, const at::Tensor& w, int64_t S)
-{
-    const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
-    const at::Tensor xs = x.view({m, S, k / S}).transpose(0, 1);  // [S, M, K/S]
-    const at::Tensor ws = w.view({n, S, k / S}).permute({1, 2, 0});  // [S, K/S, N]
-    return at::bmm(xs, ws).sum(0);  // [M, N]
-}
-
 // The vision tower of one page, median of 10, with the fused attention backends libtorch may pick
 // (flash, then memory-efficient, then cuDNN on the GPU machine's 2.11): which one is fastest here.
 void visionBackends(const VisionEncoder& vision, const PreprocessedImage& pre)
@@ -167,9 +158,10 @@ void visionBackends(const VisionEncoder& vision, const PreprocessedImage& pre)
 #endif
 }
 
-// GPU time of each operation of a decode step at `batch` sequences of `context` tokens: each op is
-// captured 20 times in a CUDA graph and replayed, so launch overhead is excluded; per-layer ops are
-// multiplied by the number of layers. CUDA only.
+// GPU time of each operation of a decode step at `batch` sequences of `context` tokens (gpu::graphMicros:
+// launch overhead excluded); per-layer ops are multiplied by the number of layers. Projections as the
+// decoder stores them: the runner's tuned choice (transposed copies, the skinny GEMM) is in its layout
+// report above. CUDA only.
 void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int batch, int context)
 {
     const TextConfig& c = decoder.config();
@@ -192,7 +184,6 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     graphTable.narrow(1, 0, blocksPerSeq).copy_(table);
     const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
     const double scale = 1.0 / std::sqrt(double(d));
-    const at::Tensor oT = w.oProj.t().contiguous(), downT = w.downProj.t().contiguous();
     struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
     const std::vector<Op> ops = {
@@ -210,34 +201,10 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
-        // Alternatives for the N = 1024 projections, whose K is long: split K into S slices (bmm + sum),
-        // or the weight stored transposed.
-        {"o matmul, split-K 4", L, [&] { (void)splitKLinear(attn.view({b, hq * d}), w.oProj, 4); }},
-        {"o matmul, split-K 8", L, [&] { (void)splitKLinear(attn.view({b, hq * d}), w.oProj, 8); }},
-        {"o matmul, W^T stored", L, [&] { (void)at::mm(attn.view({b, hq * d}), oT); }},
-        {"down matmul, split-K 4", L, [&] { (void)splitKLinear(act, w.downProj, 4); }},
-        {"down matmul, split-K 7", L, [&] { (void)splitKLinear(act, w.downProj, 7); }},
-        {"down matmul, W^T stored", L, [&] { (void)at::mm(act, downT); }},
     };
-    std::vector<Op> all = ops;
-    if (b <= gpu::kSkinnyMaxRows) {
-        all.push_back({"qkv, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(qkv, h, w.qkvProj); }});
-        all.push_back({"o, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(h, attn.view({b, hq * d}), w.oProj); }});
-        all.push_back({"gate/up, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(gateUp, h, w.gateUpProj); }});
-        all.push_back({"down, skinny GEMM (ours)", L, [&] { gpu::skinnyLinear(h, act, w.downProj); }});
-    }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
-    for (const Op& op : all) {
-        constexpr int kReps = 20;
-        op.fn();
-        gpu::CudaGraph graph;
-        graph.capture(device, [&] { for (int i = 0; i < kReps; ++i) op.fn(); });
-        graph.replay();
-        sync(h);
-        const auto t0 = Clock::now();
-        for (int i = 0; i < 10; ++i) graph.replay();
-        sync(h);
-        const double us = msSince(t0) * 1000.0 / (10 * kReps);
+    for (const Op& op : ops) {
+        const double us = gpu::graphMicros(device, op.fn);
         std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
     }
     std::printf("\n");
