@@ -46,10 +46,6 @@ public:
     void cancelAll() override;
     EngineStats stats() const override;
 
-    // Metrics for tests and benchmarks.
-    int numPreemptions() const { return m_scheduler->numPreemptions(); }
-    int kvBlocksInUse() const { return m_scheduler->pool().numUsed(); }
-
 private:
     struct Sequence;
     HunyuanBackend() = default;
