@@ -39,7 +39,7 @@ Result<void> checkModelFolder(const std::filesystem::path& dir)
 // gpuMemoryUtilization of the device leaves after what is already in use (weights, other processes)
 // and a reserve for activations (a full step's matmuls, the vision tower over a step's images, logits).
 Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, at::ScalarType dtype,
-                          const at::Device& device)
+                          const at::Device& device, int blockSize)
 {
     if (config.kvCacheTokens > 0) return config.kvCacheTokens;
     if (!device.is_cuda()) return 16384;
@@ -47,7 +47,6 @@ Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, a
     if (mem.totalBytes <= 0) return 131072;
     const std::int64_t activationReserve = std::int64_t(3) << 30;
     const std::int64_t used = mem.totalBytes - mem.freeBytes + activationReserve;
-    const int blockSize = 16;
     const std::int64_t blockBytes =
         kv::bytesPerBlock(t.numLayers, t.numKvHeads, t.headDim, blockSize, static_cast<int>(at::elementSize(dtype)));
     const std::int64_t tokens = std::min<std::int64_t>(
@@ -102,7 +101,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
 
     // Paged KV cache: blocks of 16 tokens for every layer, K and V, in the decoder's dtype.
     const hy::TextConfig& t = backend->m_config.text;
-    auto tokens = kvCacheTokens(config, t, dtype, device);
+    auto tokens = kvCacheTokens(config, t, dtype, device, backend->m_blockSize);
     if (!tokens.ok()) return tokens.error();
     const int numBlocks = std::max(1, *tokens / backend->m_blockSize);
     SchedulerConfig sc;

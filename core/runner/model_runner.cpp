@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/common/assert.h"
+#include "core/model/hunyuan/prompt.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
 
@@ -248,7 +249,7 @@ double ModelRunner::selfCheck(int tokens)
         const std::vector<int> chunk(ids.begin() + from, ids.begin() + from + count);
         auto embeds = m_decoder.embed(chunk, at::Tensor(), -1);
         if (!embeds.ok()) return std::numeric_limits<double>::infinity();
-        const at::Tensor positions = at::arange(from, from + count, at::kLong).unsqueeze(0).repeat({numAxes, 1});
+        const at::Tensor positions = hy::sequentialPositionIds(from, count, numAxes);
         const at::Tensor want = m_decoder.logits(m_decoder.forward(*embeds, positions.to(m_decoder.device()), *cache))
                                     .select(0, count - 1);
         RunnerStep step;
