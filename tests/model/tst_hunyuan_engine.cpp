@@ -21,17 +21,11 @@
 #include "tests/support/tiny_hunyuan.h"
 
 using namespace lector;
+using lector::test::must;
 using namespace lector::engine;
 namespace hy = lector::model::hunyuan;
 
 namespace {
-
-template <class T>
-T must(Result<T> r)
-{
-    if (!r.ok()) test::fail(__FILE__, __LINE__, r.error().message);
-    return std::move(r).value();
-}
 
 const std::filesystem::path& modelDir()
 {

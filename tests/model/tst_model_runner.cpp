@@ -23,22 +23,24 @@
 #include "core/runner/model_runner.h"
 
 using namespace lector;
+using lector::test::must;
 namespace hy = lector::model::hunyuan;
 
 namespace {
-
-template <class T>
-T must(Result<T> r)
-{
-    if (!r.ok()) test::fail(__FILE__, __LINE__, r.error().message);
-    return std::move(r).value();
-}
 
 struct Seq {
     std::vector<int> ids;  // whole sequence: prompt then the decode tokens
     at::Tensor positions;  // [4, ids.size()] int64
     std::unique_ptr<hy::KvCache> cache;
     std::vector<int> blocks;  // paged KV blocks of the sequence
+};
+
+// The tiny fixture model's config and float32 CPU decoder.
+struct TinyModel {
+    std::filesystem::path dir = test::fixture("fixtures/hunyuan/tiny_model");
+    hy::HunyuanConfig config = must(hy::loadConfig(dir));
+    hy::WeightStore weights = must(hy::WeightStore::open(dir));
+    hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
 };
 
 double relErr(const at::Tensor& a, const at::Tensor& b)
@@ -51,10 +53,9 @@ double relErr(const at::Tensor& a, const at::Tensor& b)
 LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
 {
     c10::InferenceMode guard;
-    const auto dir = test::fixture("fixtures/hunyuan/tiny_model");
-    const hy::HunyuanConfig config = must(hy::loadConfig(dir));
-    const hy::WeightStore weights = must(hy::WeightStore::open(dir));
-    const hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
+    const TinyModel tiny;
+    const hy::HunyuanConfig& config = tiny.config;
+    const hy::TextDecoder& decoder = tiny.decoder;
     const int bs = 16, numBlocks = 32;
     runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, numBlocks, bs,
                               at::kFloat, at::kCPU);
@@ -132,10 +133,9 @@ LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
 LECTOR_TEST(selfCheckOfAgreeingRunnersIsTiny)
 {
     c10::InferenceMode guard;
-    const auto dir = test::fixture("fixtures/hunyuan/tiny_model");
-    const hy::HunyuanConfig config = must(hy::loadConfig(dir));
-    const hy::WeightStore weights = must(hy::WeightStore::open(dir));
-    const hy::TextDecoder decoder = must(hy::TextDecoder::load(weights, config.text));
+    const TinyModel tiny;
+    const hy::HunyuanConfig& config = tiny.config;
+    const hy::TextDecoder& decoder = tiny.decoder;
     runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, 8, 16, at::kFloat,
                               at::kCPU);
     runner::ModelRunner runner(decoder, kv);

@@ -14,6 +14,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "core/common/result.h"
 
 namespace lector::test {
 
@@ -30,6 +33,14 @@ struct Registrar {
 };
 
 [[noreturn]] void fail(const char* file, int line, const std::string& what);
+
+// The value of a Result the test expects to succeed; otherwise the case fails with the error's message.
+template <class T>
+T must(Result<T> r)
+{
+    if (!r.ok()) fail(__FILE__, __LINE__, r.error().message);
+    return std::move(r).value();
+}
 
 // ../shared relative to the source tree, or $LECTOR_SHARED_DIR.
 std::filesystem::path sharedDir();
