@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 #include "gpu/ref/kv_cache_write_ref.h"
@@ -131,6 +133,32 @@ void dispatch(const at::Tensor& anchor, const char* op, const Params& p, Launch 
     reference(p);
 }
 
+// Split-K tickets of the attention kernels (SimtArgs::counters) on the anchor's CUDA device: zeroed
+// once, and every launch leaves them at zero, so a CUDA-graph replay needs no memset. A buffer only
+// grows, outside graph capture (the runner runs each graph's step once before capturing it), and old
+// buffers stay alive: a captured graph keeps the pointer it was captured with. nullptr on CPU.
+int32_t* splitCounters(const at::Tensor& anchor, int64_t count, const char* op)
+{
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    if (!anchor.is_cuda()) return nullptr;
+    static std::mutex mutex;
+    static std::map<int, std::vector<at::Tensor>> buffers;  // device index -> buffers, newest last
+    const std::lock_guard lock(mutex);
+    std::vector<at::Tensor>& list = buffers[anchor.device().index()];
+    if (list.empty() || list.back().numel() < count) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        TORCH_CHECK(cudaStreamIsCapturing(currentStream(anchor), &status) == cudaSuccess &&
+                        status == cudaStreamCaptureStatusNone,
+                    op, ": split-K counters for ", count, " rows x KV heads must be allocated before graph capture");
+        list.push_back(at::zeros({std::max<int64_t>(count, int64_t(1) << 16)}, anchor.options().dtype(at::kInt)));
+    }
+    return list.back().data_ptr<int32_t>();
+#else
+    (void)anchor, (void)count, (void)op;
+    return nullptr;
+#endif
+}
+
 }  // namespace
 
 // --- KV cache ---
@@ -237,6 +265,7 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
     if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {
         workspace = at::empty({floats}, query.options().dtype(at::kFloat));
         p.workspace = workspace.data_ptr<float>();
+        p.counters = splitCounters(query, numSeqs * numKvHeads, op);
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
 }
@@ -296,6 +325,7 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
         if (const int64_t floats = pagedPrefillWorkspaceFloats(p); floats > 0) {
             workspace = at::empty({floats}, query.options().dtype(at::kFloat));
             p.workspace = workspace.data_ptr<float>();
+            p.counters = splitCounters(query, numTokens * numKvHeads, op);
         }
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedPrefillAttention), &ref::pagedPrefillAttentionRef);
@@ -303,16 +333,18 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
 
 // --- projections at decode batch sizes ---
 
-void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight)
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput)
 {
     const char* op = "skinnyLinear";
+    const int64_t k = siluMulInput ? x.size(1) / 2 : x.size(1);
+    TORCH_CHECK(!siluMulInput || x.size(1) % 2 == 0, op, ": a gate/up input must have an even width, got ", x.sizes());
     const DType dtype = dtypeOf(x, op, "x");
     checkLike(weight, x, op, "weight");
     checkLike(out, x, op, "out");
     TORCH_CHECK(x.dim() == 2 && x.size(0) <= kSkinnyMaxRows && x.stride(1) == 1, op, ": x must be [rows <= ",
                 kSkinnyMaxRows, ", k] with contiguous rows, got ", x.sizes());
-    TORCH_CHECK(weight.dim() == 2 && weight.size(1) == x.size(1) && weight.stride(1) == 1, op, ": weight must be [n, ",
-                x.size(1), "] with contiguous rows, got ", weight.sizes());
+    TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k && weight.stride(1) == 1, op, ": weight must be [n, ", k,
+                "] with contiguous rows, got ", weight.sizes());
     TORCH_CHECK(out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == weight.size(0) && out.stride(1) == 1,
                 op, ": out must be [", x.size(0), ", ", weight.size(0), "], got ", out.sizes());
     SkinnyGemmParams p;
@@ -325,7 +357,8 @@ void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& 
     p.weightStride = weight.stride(0);
     p.rows = toInt(x.size(0), op, "rows");
     p.n = toInt(weight.size(0), op, "n");
-    p.k = toInt(x.size(1), op, "k");
+    p.k = toInt(k, op, "k");
+    p.siluMulInput = siluMulInput;
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
 
@@ -378,11 +411,13 @@ void fusedAddRmsNorm(const at::Tensor& out, const at::Tensor& residual, const at
     runRmsNorm("fusedAddRmsNorm", out, &residual, input, weight, eps);
 }
 
-void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
-                const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
-                const std::vector<int>& sections, double eps)
+namespace {
+
+QkNormRopeParams qkNormRopeParams(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
+                                  const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                                  const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                                  const char* op)
 {
-    const char* op = "qkNormRope";
     const DType dtype = dtypeOf(query, op, "query");
     checkLike(key, query, op, "key");
     TORCH_CHECK(query.dim() == 3 && key.dim() == 3, op, ": query and key must be [numTokens, heads, headDim]");
@@ -430,6 +465,44 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     p.numPosAxes = static_cast<int>(numAxes);
     for (int a = 0; a < p.numPosAxes; ++a) p.sections[a] = sections[a];
     p.eps = static_cast<float>(eps);
+    return p;
+}
+
+}  // namespace
+
+void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
+                const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
+                const std::vector<int>& sections, double eps)
+{
+    const char* op = "qkNormRope";
+    const QkNormRopeParams p =
+        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
+    dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
+}
+
+void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping)
+{
+    const char* op = "qkNormRopeWriteKv";
+    QkNormRopeParams p =
+        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
+    checkCaches(keyCache, valueCache, op);
+    checkLike(keyCache, query, op, "keyCache");
+    TORCH_CHECK(keyCache.size(2) == key.size(1) && keyCache.size(3) == key.size(2), op, ": the cache is ",
+                keyCache.sizes(), ", key is ", key.sizes());
+    checkLike(value, query, op, "value");
+    checkHeads(value, key.size(0), key.size(1), key.size(2), op, "value");
+    checkAux(slotMapping, query, at::kLong, 1, op, "slotMapping");
+    TORCH_CHECK(slotMapping.size(0) == key.size(0), op, ": slotMapping has ", slotMapping.size(0), " slots for ",
+                key.size(0), " tokens");
+    p.keyCache = keyCache.data_ptr();
+    p.valueCache = valueCache.data_ptr();
+    p.value = value.data_ptr();
+    p.valueTokenStride = value.stride(0);
+    p.slotMapping = slotMapping.data_ptr<int64_t>();
+    p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
 }
 

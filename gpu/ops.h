@@ -67,14 +67,22 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
                 const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
                 const std::vector<int>& sections, double eps);
 
+// qkNormRope, then writeKvCache(keyCache, valueCache, key, value, slotMapping) in the same kernel.
+// value: [numTokens, numKvHeads, headDim] with contiguous heads, like key.
+void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping);
+
 // out = silu(input[:, :d]) * input[:, d:]. out: [numTokens, d]; input: [numTokens, 2d].
 void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 
 // --- projections at decode batch sizes ---
 
 // out = x weight^T for x [rows <= kSkinnyMaxRows (8), k], weight [n, k], out [rows, n] (inner dims
-// contiguous, one dtype): the skinny GEMM of gpu/kernels/skinny_gemm.cuh.
-void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight);
+// contiguous, one dtype): the skinny GEMM of gpu/kernels/skinny_gemm.cuh. With siluMulInput, x is a
+// [rows, 2k] gate/up output and the product uses siluAndMul(x) (rounded to the dtype), in one kernel.
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false);
 
 // --- sampling ---
 

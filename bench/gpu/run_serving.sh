@@ -57,6 +57,11 @@ timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pag
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
 echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
 
+step "the decode step again without programmatic dependent launch (LECTOR_PDL=0)"
+LECTOR_PDL=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
+  --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 1,8,32 > "$W/runner_nopdl.md" 2>&1
+echo "no-PDL exit $?"; grep -E "^\| batch" "$W/runner_nopdl.md"
+
 step "paged decode attention alone (table 3)"
 timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
 grep -E "^\|" "$W/attention.md" | head -20
@@ -64,6 +69,8 @@ grep -E "^\|" "$W/attention.md" | head -20
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
+LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
+  | sed 's/^/without PDL: /' | tee -a "$W/latency.txt"
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
 timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1

@@ -169,7 +169,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     at::Tensor residual = x;             // [n, hidden], the residual stream, updated in place
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
     at::Tensor attn = at::empty({n, hq, d}, x.options());
-    at::Tensor act = at::empty({n, c.intermediateSize}, x.options());
+    at::Tensor act = n <= m_skinnyRows[kDown] ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
     gpu::rmsNorm(h, residual, layers[0].inputNorm, eps);
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
@@ -177,11 +177,11 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d});
         const at::Tensor k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
         const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
-        gpu::qkNormRope(q, k, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps);
         const int layerIdx = static_cast<int>(l);
         const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
-        gpu::writeKvCache(keyCache, valueCache, k, v, meta.slots);
+        gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
+                               valueCache, meta.slots);
         if (meta.decodeOnly) {
             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
                                       meta.maxContextLen, m_scale, m_decodePartition);
@@ -192,8 +192,14 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const at::Tensor o = project(attn.view({n, hq * d}), kO, l);  // [n, hidden]
         gpu::fusedAddRmsNorm(h, residual, o, w.postNorm, eps);
         const at::Tensor gateUp = project(h, kGateUp, l);  // [n, 2 * intermediate]
-        gpu::siluAndMul(act, gateUp);
-        const at::Tensor mlp = project(act, kDown, l);  // [n, hidden]
+        at::Tensor mlp;                                     // [n, hidden]
+        if (n <= m_skinnyRows[kDown]) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
+            mlp = at::empty_like(x);
+            gpu::skinnyLinear(mlp, gateUp, w.downProj, /*siluMulInput=*/true);
+        } else {
+            gpu::siluAndMul(act, gateUp);
+            mlp = project(act, kDown, l);
+        }
         const at::Tensor& nextNorm = l + 1 < layers.size() ? layers[l + 1].inputNorm : m_decoder.finalNorm();
         gpu::fusedAddRmsNorm(h, residual, mlp, nextNorm, eps);
     }
@@ -371,11 +377,11 @@ int ModelRunner::captureGraphs()
     const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
     const auto i32 = at::TensorOptions().dtype(at::kInt).device(device);
     // Dummy step for warm-up and capture: every row attends to one token of block 0, writes nowhere.
-    m_graphIds = at::zeros({maxBatch}, i64);
-    m_graphPositions = at::zeros({numAxes * maxBatch}, i64);  // graph b reads the first numAxes * b as [numAxes, b]
-    m_graphSlots = at::full({maxBatch}, -1, i64);
-    m_graphBlockTable = at::zeros({maxBatch, maxBlocks}, i32);
-    m_graphContextLens = at::ones({maxBatch}, i32);
+    m_graphMaxBlocks = maxBlocks;
+    m_graphInput64 = at::zeros({(2 + numAxes) * maxBatch}, i64);
+    m_graphInput32 = at::zeros({(1 + maxBlocks) * maxBatch}, i32);
+    m_graphInput64.narrow(0, (1 + numAxes) * maxBatch, maxBatch).fill_(-1);  // slots of the largest graph
+    m_graphInput32.narrow(0, 0, maxBatch).fill_(1);                         // its context lengths
     const gpu::CudaGraph* pool = nullptr;
     // Largest first, so the smaller graphs reuse the pool memory the largest one needed.
     for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
@@ -385,11 +391,16 @@ int ModelRunner::captureGraphs()
         meta.maxQueryLen = 1;
         meta.maxContextLen = maxBlocks * bs;
         meta.decodeOnly = true;
-        meta.ids = m_graphIds.narrow(0, 0, b);
-        meta.positions = m_graphPositions.narrow(0, 0, numAxes * b).view({numAxes, b});
-        meta.slots = m_graphSlots.narrow(0, 0, b);
-        meta.blockTable = m_graphBlockTable.narrow(0, 0, b);
-        meta.contextLens = m_graphContextLens.narrow(0, 0, b);
+        meta.ids = m_graphInput64.narrow(0, 0, b);
+        meta.positions = m_graphInput64.narrow(0, b, numAxes * b).view({numAxes, b});
+        meta.slots = m_graphInput64.narrow(0, (1 + numAxes) * b, b);
+        meta.contextLens = m_graphInput32.narrow(0, 0, b);
+        meta.blockTable = m_graphInput32.narrow(0, b, b * maxBlocks).view({b, maxBlocks});
+        // The dummy rows of this size: slot -1 (no KV write), one key in block 0 (table and lengths are
+        // shared, so re-set them; the real steps overwrite all of it).
+        m_graphInput64.narrow(0, (1 + numAxes) * b, b).fill_(-1);
+        m_graphInput32.narrow(0, 0, b).fill_(1);
+        m_graphInput32.narrow(0, b, b * maxBlocks).zero_();
         m_decodePartition = b <= 8 ? kGraphPartitionSmall : kGraphPartitionLarge;
         auto graph = std::make_unique<DecodeGraph>();
         auto body = [&] { graph->logits = logits(forward(embedRows(meta, at::Tensor()), meta)); };
@@ -411,16 +422,17 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
     const at::Device device = m_decoder.device();
     const int numAxes = m_decoder.rope().numAxes();
     const int bs = m_kv.blockSize();
-    std::int64_t maxBlocks = 1;
-    for (const RunnerSequence& s : step.seqs) maxBlocks = std::max<std::int64_t>(maxBlocks, (s.past + bs) / bs);
-    // Host copy of the static inputs' first b rows; rows past the real batch are the dummy decode.
+    const std::int64_t maxBlocks = m_graphMaxBlocks;
+    // Host images of the static inputs' first rows (layouts in model_runner.h); rows past the real batch
+    // are the dummy decode: slot -1, one key in block 0. Block-table entries past a row's context are
+    // never read, so they are left as they are.
     at::Tensor h64 = at::empty({b * (2 + numAxes)}, hostOptions(at::kLong, device));
-    at::Tensor h32 = at::zeros({b * maxBlocks + b}, hostOptions(at::kInt, device));
+    at::Tensor h32 = at::empty({b * (1 + maxBlocks)}, hostOptions(at::kInt, device));
     std::int64_t* ids = h64.data_ptr<std::int64_t>();
     std::int64_t* pos = ids + b;
     std::int64_t* slots = pos + numAxes * b;
-    std::int32_t* table = h32.data_ptr<std::int32_t>();
-    std::int32_t* lens = table + b * maxBlocks;
+    std::int32_t* lens = h32.data_ptr<std::int32_t>();
+    std::int32_t* table = lens + b;
     for (int i = 0; i < b; ++i) {
         const bool real = i < batch;
         const RunnerSequence* s = real ? &step.seqs[static_cast<size_t>(i)] : nullptr;
@@ -431,15 +443,12 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
         if (real) {
             LECTOR_ASSERT(static_cast<std::int64_t>(s->blocks.size()) * bs > s->past);
             std::copy(s->blocks.begin(), s->blocks.begin() + s->past / bs + 1, table + i * maxBlocks);
+        } else {
+            table[i * maxBlocks] = 0;
         }
     }
-    const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
-    const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
-    m_graphIds.narrow(0, 0, b).copy_(d64.narrow(0, 0, b));
-    m_graphPositions.narrow(0, 0, numAxes * b).copy_(d64.narrow(0, b, numAxes * b));
-    m_graphSlots.narrow(0, 0, b).copy_(d64.narrow(0, b * (1 + numAxes), b));
-    m_graphBlockTable.narrow(0, 0, b).narrow(1, 0, maxBlocks).copy_(d32.narrow(0, 0, b * maxBlocks).view({b, maxBlocks}));
-    m_graphContextLens.narrow(0, 0, b).copy_(d32.narrow(0, b * maxBlocks, b));
+    m_graphInput64.narrow(0, 0, h64.numel()).copy_(h64, /*non_blocking=*/true);
+    m_graphInput32.narrow(0, 0, h32.numel()).copy_(h32, /*non_blocking=*/true);
     it->second->graph.replay();
     return it->second->logits.narrow(0, 0, batch);
 }

@@ -115,7 +115,11 @@ private:
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
-    at::Tensor m_graphIds, m_graphPositions, m_graphSlots, m_graphBlockTable, m_graphContextLens;
+    // Static inputs of the graphs. Graph b reads int64 [ids b | positions numAxes x b | slots b] and int32
+    // [contextLens b | blockTable b x graphContextTokens / 16] from the start of these, so one step's
+    // inputs are two host-to-device copies.
+    at::Tensor m_graphInput64, m_graphInput32;
+    std::int64_t m_graphMaxBlocks = 0;
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
 };
 

@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <utility>
 
 #include "gpu/kernels/types.h"
 
@@ -19,6 +21,69 @@
     } while (0)
 
 namespace lector::gpu {
+
+// --- launch: programmatic dependent launch (PDL) ---
+//
+// A decode step is ~150 dependent kernels of a few microseconds each, so the gap between one kernel's
+// end and the next one's start is a large share of the step. With PDL (sm_90+) a kernel is launched
+// while its predecessor on the stream is still running: its CTAs become resident, run up to
+// gridDependencyWait() — which returns once the predecessor has completed and its writes are visible —
+// and the skinny GEMM uses that time to start loading its weights. Rules for every kernel launched
+// through launchKernel(): call gridDependencyWait() before reading anything an earlier kernel writes
+// and before writing anything (an earlier kernel may still read it); only immutable data (weights) may
+// be read before it. allowDependentLaunch() lets the next kernel launch once every CTA of this one
+// has called it (we call it right after the wait, so at most one kernel waits ahead). Both are no-ops
+// below sm_90 or when the kernel was launched without the attribute. LECTOR_PDL=0 turns PDL off.
+
+__device__ __forceinline__ void gridDependencyWait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allowDependentLaunch()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches use PDL: the current device at first use is sm_90 or newer and LECTOR_PDL is not "0".
+inline bool programmaticLaunchEnabled()
+{
+    static const bool enabled = [] {
+        const char* env = std::getenv("LECTOR_PDL");
+        if (env && env[0] == '0') return false;
+        int device = 0, major = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+            return false;
+        return major >= 9;
+    }();
+    return enabled;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled.
+template <class... Params, class... Args>
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                         Args&&... args)
+{
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    if (programmaticLaunchEnabled()) {
+        config.attrs = attribute;
+        config.numAttrs = 1;
+    }
+    LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+    return cudaGetLastError();
+}
 
 // --- dispatch ---
 

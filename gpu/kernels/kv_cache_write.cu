@@ -11,6 +11,8 @@ constexpr int kThreads = 128;
 template <class T, bool kVector>
 __global__ void kvCacheWriteKernel(KvCacheWriteParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     const int token = blockIdx.x;
     const int64_t slot = p.slotMapping[token];
     if (slot < 0 || slot >= int64_t(p.numBlocks) * kKvBlockSize) return;
@@ -47,11 +49,8 @@ cudaError_t launchKvCacheWrite(const KvCacheWriteParams& p, cudaStream_t stream)
         const bool vector = p.headDim % vec == 0 && p.keyTokenStride % vec == 0 && p.keyHeadStride % vec == 0 &&
                             p.valueTokenStride % vec == 0 && p.valueHeadStride % vec == 0 && aligned16(p.key) &&
                             aligned16(p.value) && aligned16(p.keyCache) && aligned16(p.valueCache);
-        if (vector)
-            kvCacheWriteKernel<T, true><<<p.numTokens, kThreads, 0, stream>>>(p);
-        else
-            kvCacheWriteKernel<T, false><<<p.numTokens, kThreads, 0, stream>>>(p);
-        return cudaGetLastError();
+        return vector ? launchKernel(kvCacheWriteKernel<T, true>, p.numTokens, kThreads, 0, stream, p)
+                      : launchKernel(kvCacheWriteKernel<T, false>, p.numTokens, kThreads, 0, stream, p);
     });
 }
 

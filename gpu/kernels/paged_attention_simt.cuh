@@ -8,7 +8,11 @@
 // tokens of a block loaded before the first use. Pass 1 writes scaled logits to shared memory,
 // then the block finds max and sum, pass 2 reads V and accumulates p * v in registers; warps merge
 // through shared memory. With several partitions the CTA stores its unnormalised output, max and
-// sum, and pagedAttentionReduceKernel merges them (flash-decoding).
+// sum, and the last CTA of its (row, KV head) to finish merges them (flash-decoding without a second
+// kernel: a ticket counter per (row, KV head), returned to zero by that last CTA).
+//
+// Short partitions (kHeldPages pages per warp at most, the decode steps of a few sequences) load V in
+// pass 1 together with K, so the CTA waits for memory once instead of twice.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +34,7 @@ struct SimtArgs {
     const int32_t* contextLens;  // [numSeqs]
     const int32_t* cuSeqlensQ;   // [numSeqs + 1] for prefill rows; nullptr: row r is decode sequence r
     float* workspace;            // split-K partials, layout in partialsOf()
+    int32_t* counters;           // split-K tickets [numRows * numKvHeads], zero before and after a launch
     int64_t queryRowStride;
     int64_t outRowStride;
     int64_t blockTableStride;
@@ -82,9 +87,34 @@ __device__ __forceinline__ float softmaxExp(float x)
     else return __expf(x);
 }
 
-template <class T, int D, int G>
+// Merges the partitions of (row, query head) into out[D]: rescales each partition's output and sum to
+// the global max. Reads partials other CTAs wrote: through L2 (__ldcg), never a stale L1 line.
+template <class T, int D>
+__device__ void mergePartitions(const SimtArgs& a, int row, int qHead, int parts, T* out)
+{
+    const Partials p = partialsOf<D>(a);
+    const int64_t first = (int64_t(row) * a.numQHeads + qHead) * a.numPartitions;
+    float maxLogit = -INFINITY;
+    for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, __ldcg(p.maxLogit + first + i));
+    const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
+    float total = 0.0f;
+    for (int i = 0; i < parts; ++i)
+        total += __ldcg(p.expSum + first + i) * softmaxExp<T>(__ldcg(p.maxLogit + first + i) - base);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float v = 0.0f;
+        for (int i = 0; i < parts; ++i)
+            v += __ldcg(p.out + (first + i) * D + d) * softmaxExp<T>(__ldcg(p.maxLogit + first + i) - base);
+        out[d] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+    }
+}
+
+constexpr int kHeldPages = 2;  // pages per warp whose V pass 1 prefetches (the kHeld variant)
+
+template <class T, int D, int G, bool kHeld>
 __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
     static_assert(D % kVec == 0 && kLanesPerToken <= 32 && 32 % kLanesPerToken == 0, "head dim layout");
@@ -100,8 +130,8 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
     if (numTok <= 0) {
-        // No keys in this partition. Unsplit: the output is zeros. Split: the reduce skips it.
-        if (a.numPartitions == 1)
+        // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
+        if (part == 0)
             for (int i = threadIdx.x; i < G * D; i += kAttnThreads) out[i] = fromFloat<T>(0.0f);
         return;
     }
@@ -132,7 +162,8 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     float localMax[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
-    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
+    uint4 held[kHeld ? kHeldPages : 1][kHeld ? kSteps : 1];  // V of the warp's first pages (kHeld)
+    for (int pg = warp, i = 0; pg < numPages; pg += kAttnWarps, ++i) {
         const int page = firstPage + pg;
         const int32_t block = table[page];
         const bool valid = block >= 0 && block < a.numBlocks;  // warp-uniform
@@ -141,6 +172,15 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
 #pragma unroll
         for (int s = 0; s < kSteps; ++s)
             raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride) : make_uint4(0, 0, 0, 0);
+        if constexpr (kHeld) {
+            const T* vBlock = vHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+#pragma unroll
+            for (int h = 0; h < kHeldPages; ++h)
+                if (h == i && valid)
+#pragma unroll
+                    for (int s = 0; s < kSteps; ++s)
+                        held[h][s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+        }
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
             const Vec16<T> k = unpack16<T>(raw[s]);
@@ -206,14 +246,27 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     for (int g = 0; g < G; ++g)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
+    for (int pg = warp, i = 0; pg < numPages; pg += kAttnWarps, ++i) {
         const int page = firstPage + pg;
         const int32_t block = table[page];
         if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
         uint4 raw[kSteps];
-        const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
+        bool fromHeld = false;
+        if constexpr (kHeld) {
 #pragma unroll
-        for (int s = 0; s < kSteps; ++s) raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+            for (int h = 0; h < kHeldPages; ++h)
+                if (h == i) {
+#pragma unroll
+                    for (int s = 0; s < kSteps; ++s) raw[s] = held[h][s];
+                    fromHeld = true;
+                }
+        }
+        if (!fromHeld) {
+            const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s)
+                raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+        }
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
             const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
@@ -262,33 +315,26 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
             }
         }
     }
-}
+    if (a.numPartitions == 1) return;
 
-// Merges the partitions of one (row, query head): rescales each partition's output and sum to the
-// global max. Grid [numRows, numQHeads], D threads.
-template <class T, int D>
-__global__ void __launch_bounds__(D) pagedAttentionReduceKernel(SimtArgs a)
-{
-    const int row = blockIdx.x, qHead = blockIdx.y;
-    const RowInfo r = rowInfo(a, row);
-    const int parts = min(a.numPartitions, int(ceilDiv(max(r.numKeys, 0), a.partitionLen)));
-    const Partials p = partialsOf<D>(a);
-    const int64_t first = (int64_t(row) * a.numQHeads + qHead) * a.numPartitions;
-    float maxLogit = -INFINITY;
-    for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, p.maxLogit[first + i]);
-    const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
-    float total = 0.0f;
-    for (int i = 0; i < parts; ++i) total += p.expSum[first + i] * softmaxExp<T>(p.maxLogit[first + i] - base);
-    T* out = static_cast<T*>(a.out) + row * a.outRowStride + qHead * D;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float v = 0.0f;
-        for (int i = 0; i < parts; ++i)
-            v += p.out[(first + i) * D + d] * softmaxExp<T>(p.maxLogit[first + i] - base);
-        out[d] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+    // Split: the last partition of (row, KV head) to finish merges all of them.
+    __shared__ bool isLast;
+    __threadfence();  // this CTA's partials are visible device-wide before its ticket is
+    __syncthreads();
+    const int activeParts = min(a.numPartitions, int(ceilDiv(r.numKeys, a.partitionLen)));
+    int32_t* ticket = a.counters + int64_t(row) * a.numKvHeads + kvHead;
+    if (threadIdx.x == 0) {
+        isLast = atomicAdd(ticket, 1) == activeParts - 1;
+        if (isLast) *ticket = 0;  // every partition has counted: ready for the next launch
     }
+    __syncthreads();
+    if (!isLast) return;
+    __threadfence();
+#pragma unroll
+    for (int g = 0; g < G; ++g) mergePartitions<T, D>(a, row, kvHead * G + g, activeParts, out + g * D);
 }
 
-// Launches the SIMT kernel (and the reduce when split) for element type T.
+// Launches the SIMT kernel for element type T.
 template <class T>
 cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream)
 {
@@ -296,7 +342,7 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     if (a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads != 0) return cudaErrorInvalidValue;
     if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || a.partitionLen > kDecodeMaxPartition)
         return cudaErrorInvalidValue;
-    if (a.numPartitions < 1 || a.numPartitions > 65535 || (a.numPartitions > 1 && !a.workspace))
+    if (a.numPartitions < 1 || a.numPartitions > 65535 || (a.numPartitions > 1 && (!a.workspace || !a.counters)))
         return cudaErrorInvalidValue;
     if (a.queryRowStride % kVec != 0 || a.outRowStride % kVec != 0 || !aligned16(a.query) || !aligned16(a.out) ||
         !aligned16(a.keyCache) || !aligned16(a.valueCache))
@@ -307,13 +353,9 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
             const size_t smem =
                 (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
-            pagedAttentionSimtKernel<T, D, G><<<grid, kAttnThreads, smem, stream>>>(a);
-            LECTOR_CUDA_TRY(cudaGetLastError());
-            if (a.numPartitions > 1) {
-                pagedAttentionReduceKernel<T, D><<<dim3(a.numRows, a.numQHeads), D, 0, stream>>>(a);
-                LECTOR_CUDA_TRY(cudaGetLastError());
-            }
-            return cudaSuccess;
+            const bool held = a.partitionLen <= kHeldPages * kAttnWarps * kKvBlockSize;
+            return held ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
+                        : launchKernel(pagedAttentionSimtKernel<T, D, G, false>, grid, kAttnThreads, smem, stream, a);
         });
     });
 }

@@ -18,6 +18,7 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
     a.contextLens = p.contextLens;
     a.cuSeqlensQ = nullptr;
     a.workspace = p.workspace;
+    a.counters = p.counters;
     a.queryRowStride = p.querySeqStride;
     a.outRowStride = p.outSeqStride;
     a.blockTableStride = p.blockTableStride;

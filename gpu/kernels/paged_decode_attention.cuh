@@ -1,7 +1,7 @@
 // Paged attention for decode steps: one query token per sequence against that sequence's whole
 // paged KV context. GQA-aware: a CTA owns one KV head and computes all of its query heads, so each
 // KV head is read once per step. Long contexts are split into partitions (split-K) that run as
-// separate CTAs and a second kernel merges their partial softmax results.
+// separate CTAs; the last of them to finish merges their partial softmax results.
 // Called by the model runner on the engine thread once per layer; the runner picks the partition
 // size once per step (choosePagedDecodePartitionSize) and reuses it in every layer.
 //
@@ -23,6 +23,7 @@ struct PagedDecodeAttentionParams {
     const int32_t* blockTable = nullptr;   // [numSeqs, blockTableStride]
     const int32_t* contextLens = nullptr;  // [numSeqs]: keys each query attends to (<= maxContextLen)
     float* workspace = nullptr;        // pagedDecodeWorkspaceFloats() floats; unused with one partition
+    int32_t* counters = nullptr;       // [numSeqs * numKvHeads] split-K tickets, zero (and left zero); split only
     int64_t querySeqStride = 0;        // elements
     int64_t outSeqStride = 0;
     int64_t blockTableStride = 0;

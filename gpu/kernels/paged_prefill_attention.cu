@@ -118,6 +118,8 @@ __device__ __forceinline__ void storeTile(const TileRegs<T, D>& regs, T* kTile, 
 template <class T, int D, int G>
 __global__ void __launch_bounds__(kTcThreads) prefillTensorCoreKernel(PagedPrefillAttentionParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     constexpr int kStride = D + kSmemPad;
     constexpr int kKSteps = D / 16;      // k-steps of Q K^T
     constexpr int kDimTiles = D / 8;     // n-tiles of O
@@ -268,8 +270,7 @@ cudaError_t launchTensorCore(const PagedPrefillAttentionParams& p, cudaStream_t 
                 const int64_t tiles = ceilDiv(int64_t(p.maxQueryLen) * G, kTcRows);
                 if (tiles > 0x7fffffff || p.numSeqs > 65535 || p.numKvHeads > 65535) return cudaErrorInvalidValue;
                 const dim3 grid(static_cast<unsigned>(tiles), p.numSeqs, p.numKvHeads);
-                prefillTensorCoreKernel<T, D, G><<<grid, kTcThreads, 0, stream>>>(p);
-                return cudaGetLastError();
+                return launchKernel(prefillTensorCoreKernel<T, D, G>, grid, kTcThreads, 0, stream, p);
             });
         });
     }
@@ -301,6 +302,7 @@ cudaError_t launchPagedPrefillAttention(const PagedPrefillAttentionParams& p, cu
         a.contextLens = p.contextLens;
         a.cuSeqlensQ = p.cuSeqlensQ;
         a.workspace = p.workspace;
+        a.counters = p.counters;
         a.queryRowStride = p.queryTokenStride;
         a.outRowStride = p.outTokenStride;
         a.blockTableStride = p.blockTableStride;

@@ -31,6 +31,7 @@ struct PagedPrefillAttentionParams {
     const int32_t* cuSeqlensQ = nullptr;   // [numSeqs + 1]: sequence s owns tokens [cu[s], cu[s+1])
     const int32_t* contextLens = nullptr;  // [numSeqs]: cached + new tokens of each sequence
     float* workspace = nullptr;        // SIMT path with partitions: pagedPrefillWorkspaceFloats() floats
+    int32_t* counters = nullptr;       // ... and [numTokens * numKvHeads] split-K tickets, zero (left zero)
     int64_t queryTokenStride = 0;      // elements
     int64_t outTokenStride = 0;
     int64_t blockTableStride = 0;

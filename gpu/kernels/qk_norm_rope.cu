@@ -20,6 +20,8 @@ __device__ __forceinline__ int64_t positionOf(const QkNormRopeParams& p, int axi
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     constexpr int kHalf = D / 2;
     constexpr int kPairsPerLane = (kHalf + 31) / 32;
     const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
@@ -32,6 +34,18 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
                    : static_cast<T*>(p.key) + token * p.keyTokenStride + int64_t(head - p.numQHeads) * D;
     const T* w = static_cast<const T*>(isQuery ? p.queryNormWeight : p.keyNormWeight);
     const int lane = threadIdx.x & 31;
+    // Cache row of this key head (the fused KV write), or null.
+    T* keyDst = nullptr;
+    if (!isQuery && p.keyCache) {
+        const int64_t slot = p.slotMapping[token];
+        if (slot >= 0 && slot < p.numCacheSlots) {
+            const int64_t offset = (slot * p.numKvHeads + (head - p.numQHeads)) * D;
+            keyDst = static_cast<T*>(p.keyCache) + offset;
+            const T* v = static_cast<const T*>(p.value) + token * p.valueTokenStride + int64_t(head - p.numQHeads) * D;
+            T* valueDst = static_cast<T*>(p.valueCache) + offset;
+            for (int j = lane; j < D; j += 32) valueDst[j] = v[j];
+        }
+    }
 
     float y1[kPairsPerLane], y2[kPairsPerLane];
     float sumSq = 0.0f;
@@ -54,8 +68,14 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
     for (int i = 0; i < kPairsPerLane; ++i) {
         const int j = lane + 32 * i;
         if (j >= kHalf) continue;
-        x[j] = fromFloat<T>(y1[i] * inv * (w ? toFloat(w[j]) : 1.0f));
-        x[kHalf + j] = fromFloat<T>(y2[i] * inv * (w ? toFloat(w[kHalf + j]) : 1.0f));
+        const T a = fromFloat<T>(y1[i] * inv * (w ? toFloat(w[j]) : 1.0f));
+        const T b = fromFloat<T>(y2[i] * inv * (w ? toFloat(w[kHalf + j]) : 1.0f));
+        x[j] = a;
+        x[kHalf + j] = b;
+        if (keyDst) {
+            keyDst[j] = a;
+            keyDst[kHalf + j] = b;
+        }
     }
 }
 
@@ -69,12 +89,13 @@ cudaError_t launchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream)
     int sectionSum = 0;
     for (int a = 0; a < p.numPosAxes; ++a) sectionSum += p.sections[a];
     if (sectionSum != p.headDim / 2) return cudaErrorInvalidValue;
+    if (p.keyCache && (!p.valueCache || !p.value || !p.slotMapping || p.numCacheSlots < 0)) return cudaErrorInvalidValue;
     const int64_t items = int64_t(p.numTokens) * (p.numQHeads + p.numKvHeads);
     if (items == 0) return cudaSuccess;
     return dispatchDType(p.dtype, [&]<class T>() {
         return dispatchHeadDim(p.headDim, [&]<int D>() {
-            qkNormRopeKernel<T, D><<<static_cast<unsigned>(ceilDiv(items, kWarps)), kThreads, 0, stream>>>(p);
-            return cudaGetLastError();
+            return launchKernel(qkNormRopeKernel<T, D>, static_cast<unsigned>(ceilDiv(items, kWarps)), kThreads, 0,
+                                stream, p);
         });
     });
 }

@@ -4,6 +4,10 @@
 // by axis 0 (p), [16,32) by axis 1 (w), [32,48) by h, [48,64) by t. Neox (rotate-half) pairing:
 // dim j pairs with j + headDim/2. Plain 1-D RoPE is numPosAxes = 1, sections {headDim/2}.
 // Engine thread, once per layer, on the q/k views of the fused QKV projection.
+//
+// With keyCache set, the same kernel also writes the new tokens' K (after rotation and norm) and V into
+// the paged KV cache at slotMapping (what kv_cache_write.cuh does on its own): one launch less per layer,
+// and K is stored straight from registers.
 #pragma once
 
 #include "gpu/kernels/types.h"
@@ -31,6 +35,14 @@ struct QkNormRopeParams {
     int numPosAxes = 1;               // 1 (RoPE) to 4 (XD-RoPE)
     int sections[4] = {0, 0, 0, 0};   // frequencies per axis; the first numPosAxes sum to headDim / 2
     float eps = 1e-5f;
+    // Optional paged KV write (all null / 0: none). Cache layout [numCacheSlots / 16, 16, numKvHeads,
+    // headDim], contiguous; slotMapping [numTokens] int64, a slot outside [0, numCacheSlots) is skipped.
+    void* keyCache = nullptr;
+    void* valueCache = nullptr;
+    const void* value = nullptr;      // [numTokens, numKvHeads, headDim], valueTokenStride
+    int64_t valueTokenStride = 0;
+    const int64_t* slotMapping = nullptr;
+    int64_t numCacheSlots = 0;
 };
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS

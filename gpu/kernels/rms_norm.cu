@@ -13,6 +13,8 @@ __device__ __forceinline__ float roundToT(float x) { return toFloat(fromFloat<T>
 template <class T, bool kVector>
 __global__ void rmsNormKernel(RmsNormParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     __shared__ float scratch[32];
     constexpr int kVec = kVector ? kVecElems<T> : 1;
     const int64_t token = blockIdx.x;
@@ -75,9 +77,8 @@ cudaError_t launchRmsNorm(const RmsNormParams& p, cudaStream_t stream)
                             (!p.residual || (p.residualStride % vec == 0 && aligned16(p.residual)));
         const int64_t units = vector ? p.hidden / vec : p.hidden;
         const int threads = static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, ceilDiv(units, 32) * 32)));
-        if (vector) rmsNormKernel<T, true><<<p.numTokens, threads, 0, stream>>>(p);
-        else rmsNormKernel<T, false><<<p.numTokens, threads, 0, stream>>>(p);
-        return cudaGetLastError();
+        return vector ? launchKernel(rmsNormKernel<T, true>, p.numTokens, threads, 0, stream, p)
+                      : launchKernel(rmsNormKernel<T, false>, p.numTokens, threads, 0, stream, p);
     });
 }
 

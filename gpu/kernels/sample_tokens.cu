@@ -140,6 +140,8 @@ __device__ __forceinline__ KthKey radixSelect(const SeqView<T>& view, int k, uns
 template <class T>
 __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     using ScanU64 = cub::BlockScan<unsigned long long, kThreads>;
     using ScanF = cub::BlockScan<float, kThreads>;
     using ScanI = cub::BlockScan<int, kThreads>;
@@ -249,8 +251,7 @@ cudaError_t launchSampleTokens(const SampleTokensParams& p, cudaStream_t stream)
     if (p.numSeqs < 0 || p.vocabSize <= 0 || !p.outTokens) return cudaErrorInvalidValue;
     if (p.numSeqs == 0) return cudaSuccess;
     return dispatchDType(p.dtype, [&]<class T>() {
-        sampleTokensKernel<T><<<p.numSeqs, kThreads, 0, stream>>>(p);
-        return cudaGetLastError();
+        return launchKernel(sampleTokensKernel<T>, p.numSeqs, kThreads, 0, stream, p);
     });
 }
 

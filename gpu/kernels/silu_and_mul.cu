@@ -13,6 +13,8 @@ __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 template <class T, bool kVector>
 __global__ void siluAndMulKernel(SiluAndMulParams p)
 {
+    gridDependencyWait();
+    allowDependentLaunch();
     constexpr int kVec = kVector ? kVecElems<T> : 1;
     const int64_t token = blockIdx.x;
     const T* gate = static_cast<const T*>(p.input) + token * p.inputStride;
@@ -43,9 +45,8 @@ cudaError_t launchSiluAndMul(const SiluAndMulParams& p, cudaStream_t stream)
                             aligned16(p.input) && aligned16(p.out);
         const int64_t units = vector ? p.d / vec : p.d;
         const dim3 grid(p.numTokens, static_cast<unsigned>(ceilDiv(units, kThreads)));
-        if (vector) siluAndMulKernel<T, true><<<grid, kThreads, 0, stream>>>(p);
-        else siluAndMulKernel<T, false><<<grid, kThreads, 0, stream>>>(p);
-        return cudaGetLastError();
+        return vector ? launchKernel(siluAndMulKernel<T, true>, grid, kThreads, 0, stream, p)
+                      : launchKernel(siluAndMulKernel<T, false>, grid, kThreads, 0, stream, p);
     });
 }
 

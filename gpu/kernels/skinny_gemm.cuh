@@ -14,7 +14,7 @@ constexpr int kSkinnyMaxRows = 8;
 struct SkinnyGemmParams {
     DType dtype = DType::F16;
     void* out = nullptr;           // [rows, n], outStride
-    const void* x = nullptr;       // [rows, k], xStride
+    const void* x = nullptr;       // [rows, k], xStride ([rows, 2k] with siluMulInput)
     const void* weight = nullptr;  // [n, k], weightStride
     int64_t outStride = 0;         // elements
     int64_t xStride = 0;
@@ -22,6 +22,9 @@ struct SkinnyGemmParams {
     int rows = 0;                  // 0 .. kSkinnyMaxRows
     int n = 0;
     int k = 0;
+    // x holds [gate | up], each k wide, and the product uses silu(gate) * up rounded to the dtype (what
+    // silu_and_mul.cuh would store): the MLP's down projection without a separate activation pass.
+    bool siluMulInput = false;
 };
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS

@@ -1,4 +1,4 @@
-// Reference XD-RoPE (neox pairing) followed by per-head RMSNorm, in place.
+// Reference XD-RoPE (neox pairing) followed by per-head RMSNorm, in place; then the optional KV write.
 #include "gpu/ref/qk_norm_rope_ref.h"
 
 #include <algorithm>
@@ -58,6 +58,17 @@ void qkNormRopeRef(const QkNormRopeParams& p)
             rotateAndNorm(p, p.query, t * p.queryTokenStride + int64_t(h) * p.headDim, p.queryNormWeight, freqPos);
         for (int h = 0; h < p.numKvHeads; ++h)
             rotateAndNorm(p, p.key, t * p.keyTokenStride + int64_t(h) * p.headDim, p.keyNormWeight, freqPos);
+        if (!p.keyCache) continue;
+        const int64_t slot = p.slotMapping[t];
+        if (slot < 0 || slot >= p.numCacheSlots) continue;
+        for (int h = 0; h < p.numKvHeads; ++h) {
+            for (int d = 0; d < p.headDim; ++d) {
+                const int64_t dst = (slot * p.numKvHeads + h) * p.headDim + d;
+                storeElem(p.keyCache, dst, p.dtype, loadElem(p.key, t * p.keyTokenStride + int64_t(h) * p.headDim + d, p.dtype));
+                storeElem(p.valueCache, dst, p.dtype,
+                          loadElem(p.value, t * p.valueTokenStride + int64_t(h) * p.headDim + d, p.dtype));
+            }
+        }
     }
 }
 

@@ -8,10 +8,8 @@
 #include <cmath>
 
 #include "gpu/ref/qk_norm_rope_ref.h"
-#include "tests/kernels/kernel_test_util.h"
-#ifdef LECTOR_HAVE_CUDA
 #include "gpu/ops.h"
-#endif
+#include "tests/kernels/kernel_test_util.h"
 
 namespace kt = lector::test::kernels;
 
@@ -221,3 +219,61 @@ LECTOR_TEST(cudaMatchesReference)
 }
 
 #endif  // LECTOR_HAVE_CUDA
+
+// The fused KV write (qkNormRopeWriteKv): the new tokens' rotated, normed K and their V land in the
+// paged cache at their slots (shuffled, one skipped with slot -1), and nothing else of the cache moves.
+// CPU: against qkNormRope followed by writeKvCache; CUDA: against the CPU result.
+namespace {
+
+struct FusedResult {
+    at::Tensor qkv, keyCache, valueCache;
+};
+
+FusedResult runFused(const Inputs& in, const at::Tensor& slots, const at::Tensor& cache, const c10::Device& device,
+                     bool split)
+{
+    const int numBlocks = 5;
+    FusedResult r;
+    r.qkv = in.qkv.to(device).clone();
+    r.keyCache = kt::randn({numBlocks, 16, kKvHeads, kHeadDim}, 901, in.qkv.scalar_type()).to(device);
+    r.valueCache = kt::randn({numBlocks, 16, kKvHeads, kHeadDim}, 902, in.qkv.scalar_type()).to(device);
+    const at::Tensor q = queryOf(r.qkv), k = keyOf(r.qkv);
+    const at::Tensor v = r.qkv.slice(1, (kQHeads + kKvHeads) * kHeadDim).view({-1, kKvHeads, kHeadDim});
+    const at::Tensor positions = in.positions.to(device), cs = cache.to(device), s = slots.to(device);
+    const at::Tensor qW = in.qWeight.to(device), kW = in.kWeight.to(device);
+    if (split) {
+        lector::gpu::qkNormRope(q, k, positions, cs, qW, kW, in.sections, kEps);
+        lector::gpu::writeKvCache(r.keyCache, r.valueCache, k, v, s);
+    } else {
+        lector::gpu::qkNormRopeWriteKv(q, k, v, positions, cs, qW, kW, in.sections, kEps, r.keyCache, r.valueCache, s);
+    }
+    return r;
+}
+
+}  // namespace
+
+LECTOR_TEST(fusedKvWriteMatchesRopeThenWrite)
+{
+    const at::Tensor cache = cosSinCache();
+    const int numTokens = 7;
+    const at::Tensor slots = at::tensor(std::vector<int64_t>{77, 3, -1, 16, 79, 40, 15}, at::kLong);
+    for (at::ScalarType type : {at::kFloat, at::kHalf}) {
+        const Inputs in = makeInputs(numTokens, 4, type, 171);
+        const FusedResult want = runFused(in, slots, cache, at::kCPU, /*split=*/true);
+        const FusedResult got = runFused(in, slots, cache, at::kCPU, /*split=*/false);
+        LECTOR_CHECK(at::equal(got.qkv, want.qkv));
+        LECTOR_CHECK(at::equal(got.keyCache, want.keyCache));
+        LECTOR_CHECK(at::equal(got.valueCache, want.valueCache));
+        // The write really happened: slot 3 holds token 1's key, which differs from the random fill.
+        LECTOR_CHECK(at::equal(got.keyCache.view({-1, kKvHeads, kHeadDim})[3], keyOf(got.qkv)[1]));
+        LECTOR_CHECK(!at::equal(got.keyCache, runFused(in, at::full({numTokens}, -1, at::kLong), cache, at::kCPU,
+                                                       false).keyCache));
+#ifdef LECTOR_HAVE_CUDA
+        if (!at::hasCUDA()) continue;
+        const FusedResult cuda = runFused(in, slots, cache, at::kCUDA, /*split=*/false);
+        kt::expectClose(kt::typeName(type) + " fused q/k", cuda.qkv.cpu(), want.qkv, kt::nmseBound(type));
+        kt::expectClose(kt::typeName(type) + " fused key cache", cuda.keyCache.cpu(), want.keyCache, kt::nmseBound(type));
+        LECTOR_CHECK(at::equal(cuda.valueCache.cpu(), want.valueCache));
+#endif
+    }
+}

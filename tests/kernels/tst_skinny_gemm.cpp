@@ -1,13 +1,13 @@
 // Skinny GEMM (decode-step projections): the reference against libtorch float64, and the CUDA kernel
 // against the reference for 1..8 rows, output counts that are not multiples of the CTA's 8 columns,
-// K with and without 16-byte vectors (the decoder's 2048 / 3584, and 13), and strided rows of x.
+// K with and without 16-byte vectors (the decoder's 1024 / 2048 / 3584, and 13), and strided rows of x.
+// The SiLU-and-mul input variant against siluAndMul followed by the plain product.
 #include <ATen/ATen.h>
 
 #include "gpu/ref/skinny_gemm_ref.h"
-#include "tests/kernels/kernel_test_util.h"
-#ifdef LECTOR_HAVE_CUDA
 #include "gpu/ops.h"
-#endif
+#include "gpu/ref/silu_and_mul_ref.h"
+#include "tests/kernels/kernel_test_util.h"
 
 namespace kt = lector::test::kernels;
 
@@ -57,7 +57,7 @@ LECTOR_TEST(cudaMatchesReference)
 {
     kt::requireCuda();
     struct Shape { int n, k; };
-    const Shape shapes[] = {{1, 8}, {37, 13}, {1000, 264}, {1024, 2048}, {1027, 3584}};
+    const Shape shapes[] = {{1, 8}, {37, 13}, {1000, 264}, {4101, 1024}, {1024, 2048}, {1027, 3584}};
     for (at::ScalarType type : kt::floatTypes()) {
         for (const Shape& s : shapes) {
             for (int rows : {1, 2, 5, 8}) {
@@ -77,3 +77,57 @@ LECTOR_TEST(cudaMatchesReference)
 }
 
 #endif  // LECTOR_HAVE_CUDA
+
+namespace {
+
+// siluAndMul of gate/up [rows, 2k] through its own reference, then the plain skinny reference.
+at::Tensor siluThenReference(const at::Tensor& gateUp, const at::Tensor& weight)
+{
+    const int64_t rows = gateUp.size(0), k = gateUp.size(1) / 2;
+    const at::Tensor act = at::empty({rows, k}, gateUp.options());
+    lector::gpu::SiluAndMulParams p;
+    p.dtype = kt::toDType(gateUp.scalar_type());
+    p.out = act.data_ptr();
+    p.input = gateUp.data_ptr();
+    p.outStride = act.stride(0);
+    p.inputStride = gateUp.stride(0);
+    p.numTokens = static_cast<int>(rows);
+    p.d = static_cast<int>(k);
+    lector::gpu::ref::siluAndMulRef(p);
+    return runReference(act, weight);
+}
+
+}  // namespace
+
+LECTOR_TEST(siluMulInputMatchesSiluThenProduct)
+{
+    for (at::ScalarType type : {at::kFloat, at::kHalf, at::kBFloat16}) {
+        for (int rows : {1, 3}) {
+            for (int k : {13, 264}) {
+                const uint64_t seed = 41 + rows + k;
+                const at::Tensor gateUp = kt::randn({rows, 2 * k}, seed, type, 2.0);
+                const at::Tensor w = kt::randn({29, k}, seed + 1, type);
+                const at::Tensor want = siluThenReference(gateUp, w);
+                const at::Tensor got = at::full({rows, 29}, NAN, gateUp.options());
+                lector::gpu::skinnyLinear(got, gateUp, w, /*siluMulInput=*/true);  // CPU: the reference
+                LECTOR_CHECK(at::equal(got, want));
+                // ... and it is not the plain product of the gate half.
+                LECTOR_CHECK(!at::allclose(got.to(at::kFloat), runReference(gateUp.slice(1, 0, k), w).to(at::kFloat),
+                                           1e-2, 1e-2));
+#ifdef LECTOR_HAVE_CUDA
+                if (!at::hasCUDA()) continue;
+                for (int bigK : {k, 3584}) {
+                    const at::Tensor gu = kt::randn({rows, 2 * bigK}, seed + 2, type, 2.0);
+                    const at::Tensor wb = kt::randn({1027, bigK}, seed + 3, type);
+                    const at::Tensor ref = siluThenReference(gu.to(at::kFloat), wb.to(at::kFloat));
+                    const at::Tensor out = at::full({rows, 1027}, NAN, gu.options()).cuda();
+                    lector::gpu::skinnyLinear(out, gu.cuda(), wb.cuda(), true);
+                    kt::expectClose(kt::typeName(type) + " silu input, rows " + std::to_string(rows) + " k " +
+                                        std::to_string(bigK),
+                                    out.cpu(), ref, kt::nmseBound(type));
+                }
+#endif
+            }
+        }
+    }
+}

@@ -186,7 +186,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     const double scale = 1.0 / std::sqrt(double(d));
     struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
-    const std::vector<Op> ops = {
+    std::vector<Op> ops = {
         {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
         {"o matmul", L, [&] { (void)at::linear(attn.view({b, hq * d}), w.oProj); }},
         {"gate/up matmul", L, [&] { (void)at::linear(h, w.gateUpProj); }},
@@ -194,14 +194,25 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"lm head + float", 1, [&] { (void)at::linear(h, decoder.lmHead()).to(at::kFloat); }},
         {"qk-norm + rope", L, [&] { gpu::qkNormRope(q, k, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5); }},
         {"kv write", L, [&] { gpu::writeKvCache(keyCache, valueCache, k, v, slots); }},
+        {"qk-norm + rope + kv write (one kernel)", L, [&] { gpu::qkNormRopeWriteKv(q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5, keyCache, valueCache, slots); }},
         {"attention (auto split)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, -1); }},
         {"attention (graph: 8192, p128)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 128); }},
+        {"attention (graph: 8192, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 64); }},
+        {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
     };
+    if (b <= gpu::kSkinnyMaxRows) {
+        const at::Tensor outQkv = at::empty({b, w.qkvProj.size(0)}, opts), outO = at::empty({b, c.hiddenSize}, opts);
+        const at::Tensor outGateUp = at::empty({b, w.gateUpProj.size(0)}, opts), outDown = at::empty({b, c.hiddenSize}, opts);
+        ops.push_back({"qkv skinny", L, [=, &w] { gpu::skinnyLinear(outQkv, h, w.qkvProj); }});
+        ops.push_back({"o skinny", L, [=, &w] { gpu::skinnyLinear(outO, attn.view({b, hq * d}), w.oProj); }});
+        ops.push_back({"gate/up skinny", L, [=, &w] { gpu::skinnyLinear(outGateUp, h, w.gateUpProj); }});
+        ops.push_back({"down skinny, silu x mul input", L, [=, &w] { gpu::skinnyLinear(outDown, gateUp, w.downProj, true); }});
+    }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {
         const double us = gpu::graphMicros(device, op.fn);
