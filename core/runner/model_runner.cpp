@@ -21,8 +21,9 @@ namespace hy = model::hunyuan;
 
 namespace {
 
-constexpr int kGraphPartitionSmall = 128;  // split-K partition for graphed decodes of few sequences
-constexpr int kGraphPartitionLarge = 512;  // ... and for many (the kernel's best at batch 64, gpu/ notes)
+constexpr int kGraphPartitionSmall = 64;   // split-K partition for graphed decodes of few sequences (kPrefetch)
+constexpr int kGraphPartitionMedium = 256;  // ... up to 64 sequences (H200, batch 32: 48 us vs 53 at 512)
+constexpr int kGraphPartitionLarge = 512;   // ... and for more (the kernel's best at batch 64 / context 4096)
 
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
@@ -401,7 +402,7 @@ int ModelRunner::captureGraphs()
         m_graphInput64.narrow(0, (1 + numAxes) * b, b).fill_(-1);
         m_graphInput32.narrow(0, 0, b).fill_(1);
         m_graphInput32.narrow(0, b, b * maxBlocks).zero_();
-        m_decodePartition = b <= 8 ? kGraphPartitionSmall : kGraphPartitionLarge;
+        m_decodePartition = b <= 8 ? kGraphPartitionSmall : b <= 64 ? kGraphPartitionMedium : kGraphPartitionLarge;
         auto graph = std::make_unique<DecodeGraph>();
         auto body = [&] { graph->logits = logits(forward(embedRows(meta, at::Tensor()), meta)); };
         body();  // warm-up: cuBLAS handles and workspaces exist before capture

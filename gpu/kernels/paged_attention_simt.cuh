@@ -11,8 +11,8 @@
 // sum, and the last CTA of its (row, KV head) to finish merges them (flash-decoding without a second
 // kernel: a ticket counter per (row, KV head), returned to zero by that last CTA).
 //
-// Short partitions (kHeldPages pages per warp at most, the decode steps of a few sequences) load V in
-// pass 1 together with K, so the CTA waits for memory once instead of twice.
+// Short partitions (one block per warp: the graphed decode steps of a few sequences) load K and V of
+// their blocks up front, before waiting for the previous kernel (kPrefetch below).
 #pragma once
 
 #include <algorithm>
@@ -87,40 +87,92 @@ __device__ __forceinline__ float softmaxExp(float x)
     else return __expf(x);
 }
 
-// Merges the partitions of (row, query head) into out[D]: rescales each partition's output and sum to
-// the global max. Reads partials other CTAs wrote: through L2 (__ldcg), never a stale L1 line.
-template <class T, int D>
-__device__ void mergePartitions(const SimtArgs& a, int row, int qHead, int parts, T* out)
+// Merges the split-K partitions of (row, KV head): each of its G query heads gets its partitions'
+// outputs weighted by exp(max_i - max) / total (flash-decoding). Reads what other CTAs wrote, through L2
+// (__ldcg, never a stale L1 line). Max and sum of every partition are loaded at once into shared memory
+// (`scratch`, scratchFloats), then each output element sums its partitions four loads at a time, so the
+// merge costs a few L2 round trips, not one per partition.
+template <class T, int D, int G>
+__device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int parts, T* out, float* scratch,
+                                int scratchFloats)
 {
     const Partials p = partialsOf<D>(a);
-    const int64_t first = (int64_t(row) * a.numQHeads + qHead) * a.numPartitions;
-    float maxLogit = -INFINITY;
-    for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, __ldcg(p.maxLogit + first + i));
-    const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
-    float total = 0.0f;
-    for (int i = 0; i < parts; ++i)
-        total += __ldcg(p.expSum + first + i) * softmaxExp<T>(__ldcg(p.maxLogit + first + i) - base);
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    const int64_t first = (int64_t(row) * a.numQHeads + kvHead * G) * a.numPartitions;  // + g * numPartitions
+    const bool fits = 2 * G * parts <= scratchFloats;
+    float* weight = scratch;             // [G, parts]: max logit, then the normalised weight
+    float* expSum = scratch + G * parts;  // [G, parts]
+    if (fits) {
+        for (int i = threadIdx.x; i < G * parts; i += blockDim.x) {
+            const int64_t slot = first + int64_t(i / parts) * a.numPartitions + i % parts;
+            weight[i] = __ldcg(p.maxLogit + slot);
+            expSum[i] = __ldcg(p.expSum + slot);
+        }
+        __syncthreads();
+        if (threadIdx.x < G) {
+            float* w = weight + threadIdx.x * parts;
+            const float* e = expSum + threadIdx.x * parts;
+            float maxLogit = -INFINITY;
+            for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, w[i]);
+            const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
+            float total = 0.0f;
+            for (int i = 0; i < parts; ++i) total += e[i] * softmaxExp<T>(w[i] - base);
+            for (int i = 0; i < parts; ++i) w[i] = total > 0.0f ? softmaxExp<T>(w[i] - base) / total : 0.0f;
+        }
+        __syncthreads();
+    }
+    for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+        const int g = idx / D, d = idx % D;
+        const int64_t g0 = first + int64_t(g) * a.numPartitions;
+        const float* src = p.out + g0 * D + d;
         float v = 0.0f;
-        for (int i = 0; i < parts; ++i)
-            v += __ldcg(p.out + (first + i) * D + d) * softmaxExp<T>(__ldcg(p.maxLogit + first + i) - base);
-        out[d] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+        if (fits) {
+            const float* w = weight + g * parts;
+            float v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
+            int i = 0;
+            for (; i + 4 <= parts; i += 4) {
+                const float o0 = __ldcg(src + int64_t(i) * D), o1 = __ldcg(src + int64_t(i + 1) * D);
+                const float o2 = __ldcg(src + int64_t(i + 2) * D), o3 = __ldcg(src + int64_t(i + 3) * D);
+                v = fmaf(w[i], o0, v);
+                v1 = fmaf(w[i + 1], o1, v1);
+                v2 = fmaf(w[i + 2], o2, v2);
+                v3 = fmaf(w[i + 3], o3, v3);
+            }
+            for (; i < parts; ++i) v = fmaf(w[i], __ldcg(src + int64_t(i) * D), v);
+            v += v1 + v2 + v3;
+        } else {  // more partitions than scratch: the plain serial merge
+            float maxLogit = -INFINITY;
+            for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, __ldcg(p.maxLogit + g0 + i));
+            const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
+            float total = 0.0f;
+            for (int i = 0; i < parts; ++i)
+                total += __ldcg(p.expSum + g0 + i) * softmaxExp<T>(__ldcg(p.maxLogit + g0 + i) - base);
+            for (int i = 0; i < parts; ++i)
+                v += __ldcg(src + int64_t(i) * D) * softmaxExp<T>(__ldcg(p.maxLogit + g0 + i) - base);
+            v = total > 0.0f ? v / total : 0.0f;
+        }
+        out[g * D + d] = fromFloat<T>(v);
     }
 }
 
-constexpr int kHeldPages = 2;  // pages per warp whose V pass 1 prefetches (the kHeld variant)
+// Partitions of at most this many keys (one block per warp) take the kPrefetch variant.
+constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 
-template <class T, int D, int G, bool kHeld>
+// kPrefetch: each warp owns at most one block of the partition, and for decode rows it loads that
+// block's K and V before gridDependencyWait(): under PDL the loads overlap the previous kernel (the
+// QK-norm/RoPE kernel that writes this step's K/V). The only cache slot that kernel writes for a decode
+// row is the row's newest token, so after the wait the lanes holding that token load it again. Prefill
+// rows (many new tokens) load after the wait.
+template <class T, int D, int G, bool kPrefetch>
 __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
 {
-    gridDependencyWait();
-    allowDependentLaunch();
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
     static_assert(D % kVec == 0 && kLanesPerToken <= 32 && 32 % kLanesPerToken == 0, "head dim layout");
     constexpr int kTokensPerStep = 32 / kLanesPerToken;
     constexpr int kSteps = kKvBlockSize / kTokensPerStep;
 
+    // Row info, block table and context lengths come from the step's host-to-device copies, which
+    // precede the step's first kernel: safe to read before the wait.
     const int row = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
     const RowInfo r = rowInfo(a, row);
     const int start = part * a.partitionLen;
@@ -128,6 +180,43 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const int numTok = end - start;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
+    const int32_t* table = a.blockTable + int64_t(r.seq) * a.blockTableStride;
+    const int firstPage = start / kKvBlockSize;
+    const int numPages = numTok > 0 ? int(ceilDiv(end, kKvBlockSize)) - firstPage : 0;
+    const int64_t tokenStride = int64_t(a.numKvHeads) * D;  // elements between tokens of a block
+    const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
+    const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
+
+    uint4 kPre[kPrefetch ? kSteps : 1], vPre[kPrefetch ? kSteps : 1];
+    bool preValid = false;
+    const T* kPreBlock = kHead;
+    const T* vPreBlock = vHead;
+    auto loadPre = [&](bool onlyNewest) {
+        const int newest = r.numKeys - 1 - (firstPage + warp) * kKvBlockSize;  // in this warp's block
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const int t = s * kTokensPerStep + tokInStep;
+            if (onlyNewest && t != newest) continue;
+            kPre[s] = loadNc16(kPreBlock + t * tokenStride);
+            vPre[s] = loadNc16(vPreBlock + t * tokenStride);
+        }
+    };
+    const bool early = kPrefetch && a.cuSeqlensQ == nullptr;
+    if constexpr (kPrefetch) {
+        if (warp < numPages) {
+            const int32_t block = table[firstPage + warp];
+            preValid = block >= 0 && block < a.numBlocks;  // warp-uniform
+            kPreBlock = kHead + int64_t(preValid ? block : 0) * kKvBlockSize * tokenStride;
+            vPreBlock = vHead + int64_t(preValid ? block : 0) * kKvBlockSize * tokenStride;
+            if (preValid && early) loadPre(false);
+        }
+    }
+    gridDependencyWait();
+    allowDependentLaunch();
+    if constexpr (kPrefetch) {
+        if (preValid) loadPre(early);  // decode: the newest token again; prefill: everything now
+    }
+
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
     if (numTok <= 0) {
         // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
@@ -151,35 +240,26 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
     }
 
-    const int32_t* table = a.blockTable + int64_t(r.seq) * a.blockTableStride;
-    const int firstPage = start / kKvBlockSize;
-    const int numPages = int(ceilDiv(end, kKvBlockSize)) - firstPage;
-    const int64_t tokenStride = int64_t(a.numKvHeads) * D;  // elements between tokens of a block
-    const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
-    const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
-
     // --- pass 1: logits ---
     float localMax[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
-    uint4 held[kHeld ? kHeldPages : 1][kHeld ? kSteps : 1];  // V of the warp's first pages (kHeld)
-    for (int pg = warp, i = 0; pg < numPages; pg += kAttnWarps, ++i) {
+    for (int pg = warp; pg < numPages; pg += kAttnWarps) {  // kPrefetch: once at most
         const int page = firstPage + pg;
-        const int32_t block = table[page];
-        const bool valid = block >= 0 && block < a.numBlocks;  // warp-uniform
         uint4 raw[kSteps];
-        const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+        bool valid;
+        if constexpr (kPrefetch) {
+            valid = preValid;
 #pragma unroll
-        for (int s = 0; s < kSteps; ++s)
-            raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride) : make_uint4(0, 0, 0, 0);
-        if constexpr (kHeld) {
-            const T* vBlock = vHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+            for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kPre[s] : make_uint4(0, 0, 0, 0);
+        } else {
+            const int32_t block = table[page];
+            valid = block >= 0 && block < a.numBlocks;  // warp-uniform
+            const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
 #pragma unroll
-            for (int h = 0; h < kHeldPages; ++h)
-                if (h == i && valid)
-#pragma unroll
-                    for (int s = 0; s < kSteps; ++s)
-                        held[h][s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+            for (int s = 0; s < kSteps; ++s)
+                raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride)
+                               : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
@@ -246,22 +326,16 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     for (int g = 0; g < G; ++g)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-    for (int pg = warp, i = 0; pg < numPages; pg += kAttnWarps, ++i) {
+    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
         const int page = firstPage + pg;
-        const int32_t block = table[page];
-        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
         uint4 raw[kSteps];
-        bool fromHeld = false;
-        if constexpr (kHeld) {
+        if constexpr (kPrefetch) {
+            if (!preValid) continue;  // warp-uniform; its weights are 0
 #pragma unroll
-            for (int h = 0; h < kHeldPages; ++h)
-                if (h == i) {
-#pragma unroll
-                    for (int s = 0; s < kSteps; ++s) raw[s] = held[h][s];
-                    fromHeld = true;
-                }
-        }
-        if (!fromHeld) {
+            for (int s = 0; s < kSteps; ++s) raw[s] = vPre[s];
+        } else {
+            const int32_t block = table[page];
+            if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
             const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
 #pragma unroll
             for (int s = 0; s < kSteps; ++s)
@@ -330,8 +404,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     __syncthreads();
     if (!isLast) return;
     __threadfence();
-#pragma unroll
-    for (int g = 0; g < G; ++g) mergePartitions<T, D>(a, row, kvHead * G + g, activeParts, out + g * D);
+    mergePartitions<T, D, G>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
 // Launches the SIMT kernel for element type T.
@@ -353,8 +426,8 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
             const size_t smem =
                 (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
-            const bool held = a.partitionLen <= kHeldPages * kAttnWarps * kKvBlockSize;
-            return held ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
+            const bool prefetch = a.partitionLen <= kPrefetchPartition;
+            return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
                         : launchKernel(pagedAttentionSimtKernel<T, D, G, false>, grid, kAttnThreads, smem, stream, a);
         });
     });
