@@ -362,6 +362,53 @@ void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& 
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
 
+void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,
+                            const at::Tensor& residualOut, const at::Tensor& normWeight, double eps,
+                            const at::Tensor& weight)
+{
+    const char* op = "skinnyLinearAddRmsNorm";
+    const DType dtype = dtypeOf(delta, op, "delta");
+    for (const at::Tensor* t : {&residualIn, &residualOut, &normWeight, &weight, &out}) checkLike(*t, delta, op, "operand");
+    TORCH_CHECK(delta.dim() == 2 && delta.size(0) <= kSkinnyMaxRows && delta.stride(1) == 1, op,
+                ": delta must be [rows <= ", kSkinnyMaxRows, ", k] with contiguous rows, got ", delta.sizes());
+    const int64_t rows = delta.size(0), k = delta.size(1);
+    for (const at::Tensor* r : {&residualIn, &residualOut})
+        TORCH_CHECK(r->sizes() == delta.sizes() && r->stride(1) == 1 && r->stride(0) == residualIn.stride(0), op,
+                    ": residuals must be ", delta.sizes(), " with one row stride, got ", r->sizes());
+    TORCH_CHECK(residualIn.data_ptr() != residualOut.data_ptr(), op, ": residualOut must not alias residualIn");
+    TORCH_CHECK(normWeight.dim() == 1 && normWeight.size(0) == k && normWeight.is_contiguous(), op,
+                ": normWeight must be [", k, "], got ", normWeight.sizes());
+    TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k && weight.stride(1) == 1, op, ": weight must be [n, ", k,
+                "] with contiguous rows, got ", weight.sizes());
+    TORCH_CHECK(out.dim() == 2 && out.size(0) == rows && out.size(1) == weight.size(0) && out.stride(1) == 1, op,
+                ": out must be [", rows, ", ", weight.size(0), "], got ", out.sizes());
+    if (delta.is_cuda()) {
+        const int64_t vec = 16 / delta.element_size();
+        TORCH_CHECK(k % vec == 0 && delta.stride(0) % vec == 0 && residualIn.stride(0) % vec == 0 &&
+                        skinnyNormSmemBytes(static_cast<int>(rows), static_cast<int>(k),
+                                            static_cast<int>(delta.element_size())) <= kSkinnyNormMaxSmemBytes,
+                    op, ": needs 16-byte rows and rows x k within ", kSkinnyNormMaxSmemBytes, " bytes, got ",
+                    delta.sizes());
+    }
+    SkinnyGemmParams p;
+    p.dtype = dtype;
+    p.out = out.data_ptr();
+    p.x = delta.data_ptr();
+    p.weight = weight.data_ptr();
+    p.outStride = out.stride(0);
+    p.xStride = delta.stride(0);
+    p.weightStride = weight.stride(0);
+    p.rows = toInt(rows, op, "rows");
+    p.n = toInt(weight.size(0), op, "n");
+    p.k = toInt(k, op, "k");
+    p.normWeight = normWeight.data_ptr();
+    p.residualIn = residualIn.data_ptr();
+    p.residualOut = residualOut.data_ptr();
+    p.residualStride = residualIn.stride(0);
+    p.eps = static_cast<float>(eps);
+    dispatch(delta, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
+}
+
 // --- norms, rotary, activation ---
 
 namespace {
@@ -532,7 +579,8 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input)
 
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
-                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence)
+                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
+                  const at::Tensor& presenceRows)
 {
     const char* op = "sampleTokens";
     const DType dtype = dtypeOf(logits, op, "logits");
@@ -552,11 +600,24 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
     if (presence.defined()) {
         TORCH_CHECK(presence.scalar_type() == at::kByte || presence.scalar_type() == at::kBool, op,
                     ": presence must be uint8 or bool, got ", presence.scalar_type());
-        TORCH_CHECK(presence.device() == logits.device() && presence.sizes() == logits.sizes() &&
+        const bool rowsGiven = presenceRows.defined();
+        TORCH_CHECK(presence.device() == logits.device() && presence.dim() == 2 &&
+                        presence.size(1) == logits.size(1) && (rowsGiven || presence.size(0) == numSeqs) &&
                         presence.stride(1) == 1,
-                    op, ": presence must be ", logits.sizes(), " on ", logits.device(), " with contiguous rows");
+                    op, ": presence must be ", (rowsGiven ? "[rows, vocab]" : "[numSeqs, vocab]"), " like logits ",
+                    logits.sizes(), " on ", logits.device(), " with contiguous rows, got ", presence.sizes());
         p.presence = static_cast<uint8_t*>(presence.data_ptr());
         p.presenceStride = presence.stride(0);
+        if (rowsGiven) {
+            checkAux(presenceRows, logits, at::kLong, 1, op, "presenceRows");
+            TORCH_CHECK(presenceRows.size(0) == numSeqs, op, ": presenceRows must have ", numSeqs, " entries");
+            p.presenceRows = presenceRows.data_ptr<int64_t>();
+            if (presenceRows.is_cpu()) {  // the reference reads them too: check the range here
+                const int64_t* r = p.presenceRows;
+                for (int64_t i = 0; i < numSeqs; ++i)
+                    TORCH_CHECK(r[i] >= 0 && r[i] < presence.size(0), op, ": presence row ", r[i], " is out of range");
+            }
+        }
     }
     p.dtype = dtype;
     p.logits = logits.data_ptr();

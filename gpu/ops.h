@@ -84,14 +84,24 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 // [rows, 2k] gate/up output and the product uses siluAndMul(x) (rounded to the dtype), in one kernel.
 void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false);
 
+// fusedAddRmsNorm then skinnyLinear in one kernel: residualOut = residualIn + delta (rounded),
+// out = (normWeight * residualOut / rms(residualOut)) weight^T. delta, residualIn, residualOut:
+// [rows <= 8, k] (the residuals with one row stride; residualOut must not alias residualIn); on CUDA rows
+// of 16 bytes and rows x k x element size <= 48 KB.
+void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,
+                            const at::Tensor& residualOut, const at::Tensor& normWeight, double eps,
+                            const at::Tensor& weight);
+
 // --- sampling ---
 
 // outTokens[s] (int64) = greedy or top-k choice for sequence s after the repetition penalty
 // (sample_tokens.cuh). logits: [numSeqs, vocab]; presence: [numSeqs, vocab] uint8/bool or undefined;
 // temperature, repetitionPenalty: [numSeqs] float32; topK: [numSeqs] int32; seeds, offsets:
-// [numSeqs] int64. With updatePresence the chosen token is marked in presence.
+// [numSeqs] int64. With updatePresence the chosen token is marked in presence. With presenceRows
+// ([numSeqs] int64, distinct), sequence s uses presence row presenceRows[s] of a [rows, vocab] table.
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
-                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence);
+                  const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
+                  const at::Tensor& presenceRows = at::Tensor());
 
 }  // namespace lector::gpu

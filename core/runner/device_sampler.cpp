@@ -53,31 +53,32 @@ std::vector<std::int64_t> DeviceSampler::sample(const at::Tensor& logits, const 
     const auto S = static_cast<std::int64_t>(params.size());
     LECTOR_ASSERT(logits.dim() == 2 && logits.size(0) == S && logits.size(1) == m_vocab);
     if (S == 0) return {};
-    // One host buffer per type, one copy each: rows | topK as int64 (topK cast on the device), seeds,
-    // offsets; temperature | penalty as float32.
+    // One pinned host buffer, one copy: int64 rows | seeds | offsets, float32 temperature | penalty,
+    // int32 topK (each section aligned for its type), viewed by type on the device. The kernel reads
+    // and updates each sequence's presence row in place.
     const bool pinned = m_device.is_cuda();
-    at::Tensor h64 = at::empty({4 * S}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned));
-    at::Tensor hf = at::empty({2 * S}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pinned));
-    std::int64_t* p = h64.data_ptr<std::int64_t>();
-    float* f = hf.data_ptr<float>();
+    const std::int64_t bytes = S * (3 * 8 + 2 * 4 + 4);
+    at::Tensor h = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(pinned));
+    auto* p = reinterpret_cast<std::int64_t*>(h.data_ptr<std::uint8_t>());
+    auto* f = reinterpret_cast<float*>(p + 3 * S);
+    auto* k = reinterpret_cast<std::int32_t*>(f + 2 * S);
     for (std::int64_t i = 0; i < S; ++i) {
         const DeviceSampling& s = params[static_cast<size_t>(i)];
         LECTOR_ASSERT(s.row >= 0 && s.row < m_presence.size(0));
         p[i] = s.row;
-        p[S + i] = s.topK;
-        p[2 * S + i] = s.seed;
-        p[3 * S + i] = s.offset;
+        p[S + i] = s.seed;
+        p[2 * S + i] = s.offset;
         f[i] = s.temperature;
         f[S + i] = s.repetitionPenalty;
+        k[i] = s.topK;
     }
-    const at::Tensor d64 = h64.to(m_device, /*non_blocking=*/true);
-    const at::Tensor df = hf.to(m_device, /*non_blocking=*/true);
-    const at::Tensor rows = d64.narrow(0, 0, S);
-    const at::Tensor presence = m_presence.index_select(0, rows);  // [S, vocab]
+    const at::Tensor d = h.to(m_device, /*non_blocking=*/true);
+    const at::Tensor d64 = d.narrow(0, 0, 24 * S).view(at::kLong);
+    const at::Tensor df = d.narrow(0, 24 * S, 8 * S).view(at::kFloat);
+    const at::Tensor topK = d.narrow(0, 32 * S, 4 * S).view(at::kInt);
     at::Tensor tokens = at::empty({S}, at::TensorOptions().dtype(at::kLong).device(m_device));
-    gpu::sampleTokens(tokens, logits.contiguous(), presence, df.narrow(0, 0, S), d64.narrow(0, S, S).to(at::kInt),
-                      df.narrow(0, S, S), d64.narrow(0, 2 * S, S), d64.narrow(0, 3 * S, S), /*updatePresence=*/false);
-    m_presence.index_put_({rows, tokens}, at::scalar_tensor(1, m_presence.options()));
+    gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
+                      d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S));
     const at::Tensor host = tokens.to(at::kCPU);  // the step's one synchronisation
     const std::int64_t* t = host.data_ptr<std::int64_t>();
     return std::vector<std::int64_t>(t, t + S);

@@ -23,7 +23,9 @@ namespace {
 
 constexpr int kGraphPartitionSmall = 64;   // split-K partition for graphed decodes of few sequences (kPrefetch)
 constexpr int kGraphPartitionMedium = 256;  // ... up to 64 sequences (H200, batch 32: 48 us vs 53 at 512)
-constexpr int kGraphPartitionLarge = 512;   // ... and for more (the kernel's best at batch 64 / context 4096)
+// ... and above: the graph's grid covers 8192 tokens of context, so at 96-256 sequences most of its CTAs
+// have nothing to do (run 10: 9.03 ms graphed vs 8.63 eager at 256); longer partitions launch fewer.
+constexpr int kGraphPartitionLarge = 1024;
 
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
@@ -71,6 +73,7 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const hy::TextConfig& c = decoder.config();
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
     m_sections = c.xdropeSection;
+    if (options.skinnyRows >= 0) std::fill(std::begin(m_skinnyRows), std::end(m_skinnyRows), options.skinnyRows);
     m_scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
     // Rotary tables for every position, all axes equal: frequency j's angle is pos * invFreq[j] whatever
     // axis it reads, so one row per position serves every axis (the kernel picks the row per axis).
@@ -167,14 +170,34 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     const std::int64_t n = x.size(0), d = c.headDim, hq = c.numHeads, hk = c.numKvHeads;
     const double eps = c.rmsNormEps;
     const int bs = m_kv.blockSize();
-    at::Tensor residual = x;             // [n, hidden], the residual stream, updated in place
+    at::Tensor residual = x;             // [n, hidden], the residual stream
+    at::Tensor spare;                    // [n, hidden], the other residual buffer of the fused prologue
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
     at::Tensor attn = at::empty({n, hq, d}, x.options());
     at::Tensor act = n <= m_skinnyRows[kDown] ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
-    gpu::rmsNorm(h, residual, layers[0].inputNorm, eps);
+    // The output of the last o / down projection, not yet added to the residual: the add + RMSNorm in
+    // front of the next projection does it, inside the skinny GEMM where that one runs (it reads the
+    // residual and writes the sum to the other buffer, then the two swap), else as its own kernel.
+    at::Tensor pending;
+    auto addNormProject = [&](const at::Tensor& normWeight, Projection p, size_t l) -> at::Tensor {
+        if (!pending.defined()) {
+            gpu::rmsNorm(h, residual, normWeight, eps);
+            return project(h, p, l);
+        }
+        if (n <= m_skinnyRows[p]) {
+            if (!spare.defined()) spare = at::empty_like(x);
+            const at::Tensor& weight = weightOf(p, l);
+            at::Tensor out = at::empty({n, weight.size(0)}, x.options());
+            gpu::skinnyLinearAddRmsNorm(out, pending, residual, spare, normWeight, eps, weight);
+            std::swap(residual, spare);
+            return out;
+        }
+        gpu::fusedAddRmsNorm(h, residual, pending, normWeight, eps);
+        return project(h, p, l);
+    };
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
-        const at::Tensor qkv = project(h, kQkv, l);  // [n, (hq + 2 hk) d]
+        const at::Tensor qkv = addNormProject(w.inputNorm, kQkv, l);  // [n, (hq + 2 hk) d]
         const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d});
         const at::Tensor k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
         const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
@@ -190,20 +213,17 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
         }
-        const at::Tensor o = project(attn.view({n, hq * d}), kO, l);  // [n, hidden]
-        gpu::fusedAddRmsNorm(h, residual, o, w.postNorm, eps);
-        const at::Tensor gateUp = project(h, kGateUp, l);  // [n, 2 * intermediate]
-        at::Tensor mlp;                                     // [n, hidden]
+        pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
+        const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
         if (n <= m_skinnyRows[kDown]) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
-            mlp = at::empty_like(x);
-            gpu::skinnyLinear(mlp, gateUp, w.downProj, /*siluMulInput=*/true);
+            pending = at::empty_like(x);
+            gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true);
         } else {
             gpu::siluAndMul(act, gateUp);
-            mlp = project(act, kDown, l);
+            pending = project(act, kDown, l);
         }
-        const at::Tensor& nextNorm = l + 1 < layers.size() ? layers[l + 1].inputNorm : m_decoder.finalNorm();
-        gpu::fusedAddRmsNorm(h, residual, mlp, nextNorm, eps);
     }
+    gpu::fusedAddRmsNorm(h, residual, pending, m_decoder.finalNorm(), eps);
     return meta.sampleRows.defined() ? h.index_select(0, meta.sampleRows) : h;
 }
 

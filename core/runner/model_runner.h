@@ -34,6 +34,10 @@ struct RunnerOptions {
     bool cudaGraphs = true;        // decode-only steps on CUDA replay captured graphs
     int maxGraphBatch = 256;       // largest decode batch with a graph (larger ones run eagerly)
     int graphContextTokens = 8192; // longest context a graphed decode step supports (else eager)
+    // -1: tuneLayouts() picks the skinny GEMM per projection on CUDA. >= 0: every projection and the LM
+    // head use it up to this many rows (with the fused SiLU-mul and add + RMSNorm variants), so the tests
+    // drive those paths through gpu/'s CPU references.
+    int skinnyRows = -1;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.

@@ -158,7 +158,8 @@ __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParam
     __shared__ float sTotal;
 
     const int seq = blockIdx.x, tid = threadIdx.x, n = p.vocabSize;
-    uint8_t* present = p.presence ? p.presence + seq * p.presenceStride : nullptr;
+    const int64_t presenceRow = p.presenceRows ? p.presenceRows[seq] : seq;
+    uint8_t* present = p.presence ? p.presence + presenceRow * p.presenceStride : nullptr;
     const SeqView<T> view{static_cast<const T*>(p.logits) + seq * p.logitsStride, present,
                           p.repetitionPenalty ? p.repetitionPenalty[seq] : 1.0f, n};
     const float temperature = p.temperature ? p.temperature[seq] : 0.0f;

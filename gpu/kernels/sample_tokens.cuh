@@ -17,6 +17,8 @@ struct SampleTokensParams {
     DType dtype = DType::F32;             // of logits
     const void* logits = nullptr;         // [numSeqs, vocabSize], logitsStride
     uint8_t* presence = nullptr;          // [numSeqs, vocabSize] 0/1, presenceStride; nullptr = no penalty
+    const int64_t* presenceRows = nullptr;  // [numSeqs]: sequence s uses presence row presenceRows[s] (distinct
+                                            // rows); nullptr: row s
     const float* temperature = nullptr;   // [numSeqs]; <= 0 means greedy
     const int32_t* topK = nullptr;        // [numSeqs]; 1 means greedy, <= 0 or >= vocabSize the whole vocabulary
     const float* repetitionPenalty = nullptr;  // [numSeqs] (> 0); 1 means none; nullptr = none

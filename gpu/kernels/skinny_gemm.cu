@@ -8,7 +8,9 @@
 // The first weights are loaded before gridDependencyWait(): under PDL (common.cuh) they stream in while
 // the previous kernel finishes. With siluMulInput the x operand is silu(gate) * up of a [rows, 2k]
 // gate/up output, rounded to T like silu_and_mul.cu would store it, so the down projection needs no
-// separate activation kernel.
+// separate activation kernel. With normWeight (kNorm) the CTA first adds the delta x to the residual and
+// RMS-normalises the rows into shared memory (every CTA recomputes the norm of its few rows from L2;
+// CTA 0 stores the new residual), so the fused add + RMSNorm kernel before the projection disappears.
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 
@@ -56,9 +58,52 @@ struct XRow {
     }
 };
 
-template <class T, int kRows, int kThreads, bool kVector, bool kSilu>
+// kNorm prologue: rows of round(normWeight * r / rms(r)), r = round(residualIn + x), into xs
+// ([kRows, numVec] vectors); CTA 0 stores r to residualOut. Numerics of rms_norm.cu.
+template <class T, int kRows, int kThreads>
+__device__ void addRmsNormRows(const SkinnyGemmParams& p, int numVec, uint4* xs)
+{
+    __shared__ float scratch[32];
+    const T* x = static_cast<const T*>(p.x);
+    const T* resIn = static_cast<const T*>(p.residualIn);
+    T* resOut = static_cast<T*>(p.residualOut);
+    const T* w = static_cast<const T*>(p.normWeight);
+    constexpr int V = kVecElems<T>;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        float sumSq = 0.0f;
+        for (int v = threadIdx.x; v < numVec; v += kThreads) {
+            const Vec16<T> d = unpack16<T>(loadNc16(x + int64_t(r) * p.xStride + int64_t(v) * V));
+            const Vec16<T> res = unpack16<T>(loadNc16(resIn + int64_t(r) * p.residualStride + int64_t(v) * V));
+            float s[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                s[e] = toFloat(fromFloat<T>(d.v[e] + res.v[e]));
+                sumSq = fmaf(s[e], s[e], sumSq);
+            }
+            const uint4 packed = pack16<T>(s);
+            xs[r * numVec + v] = packed;
+            if (blockIdx.x == 0)
+                *reinterpret_cast<uint4*>(resOut + int64_t(r) * p.residualStride + int64_t(v) * V) = packed;
+        }
+        const float inv = rsqrtf(blockSum(sumSq, scratch) / p.k + p.eps);
+        for (int v = threadIdx.x; v < numVec; v += kThreads) {  // the vectors this thread wrote above
+            const Vec16<T> s = unpack16<T>(xs[r * numVec + v]);
+            const Vec16<T> wv = unpack16<T>(loadNc16(w + int64_t(v) * V));
+            float h[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) h[e] = s.v[e] * inv * wv.v[e];
+            xs[r * numVec + v] = pack16<T>(h);
+        }
+    }
+    __syncthreads();
+}
+
+template <class T, int kRows, int kThreads, bool kVector, bool kSilu, bool kNorm = false>
 __global__ void __launch_bounds__(kThreads) skinnyGemmKernel(SkinnyGemmParams p)
 {
+    static_assert(!kNorm || (kVector && !kSilu), "the norm prologue is vector-only and takes a plain delta");
+    extern __shared__ uint4 normRows[];  // kNorm: [kRows, numVec]
     using L = Load<T, kVector>;
     using Raw = typename L::Raw;
     constexpr int kWarps = kThreads / 32;
@@ -83,10 +128,14 @@ __global__ void __launch_bounds__(kThreads) skinnyGemmKernel(SkinnyGemmParams p)
     if (threadIdx.x < numVec) loadWeights(wv, threadIdx.x);  // weights are immutable: before the wait
     gridDependencyWait();
     allowDependentLaunch();
+    if constexpr (kNorm) addRmsNormRows<T, kRows, kThreads>(p, numVec, normRows);
     for (int v = threadIdx.x; v < numVec; v += kThreads) {
         XRow<T, L, kSilu> xv[kRows];
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) xv[r].load(x + int64_t(r) * p.xStride, p.k, v);
+        for (int r = 0; r < kRows; ++r) {
+            if constexpr (kNorm) xv[r].a = normRows[r * numVec + v];
+            else xv[r].load(x + int64_t(r) * p.xStride, p.k, v);
+        }
         Raw next[kCols];
         if (v + kThreads < numVec) loadWeights(next, v + kThreads);
 #pragma unroll
@@ -124,13 +173,14 @@ __global__ void __launch_bounds__(kThreads) skinnyGemmKernel(SkinnyGemmParams p)
     }
 }
 
-template <class T, int kThreads, bool kVector, bool kSilu>
+template <class T, int kThreads, bool kVector, bool kSilu, bool kNorm = false>
 cudaError_t launchRows(const SkinnyGemmParams& p, cudaStream_t stream)
 {
     const dim3 grid(static_cast<unsigned>(ceilDiv(p.n, kCols)));
+    const size_t smem = kNorm ? static_cast<size_t>(skinnyNormSmemBytes(p.rows, p.k, sizeof(T))) : 0;
     switch (p.rows) {
 #define LECTOR_SKINNY_ROWS(R) \
-    case R: return launchKernel(skinnyGemmKernel<T, R, kThreads, kVector, kSilu>, grid, kThreads, 0, stream, p);
+    case R: return launchKernel(skinnyGemmKernel<T, R, kThreads, kVector, kSilu, kNorm>, grid, kThreads, smem, stream, p);
         LECTOR_SKINNY_ROWS(1)
         LECTOR_SKINNY_ROWS(2)
         LECTOR_SKINNY_ROWS(3)
@@ -144,11 +194,12 @@ cudaError_t launchRows(const SkinnyGemmParams& p, cudaStream_t stream)
     }
 }
 
-template <class T, bool kVector, bool kSilu>
+template <class T, bool kVector, bool kSilu, bool kNorm = false>
 cudaError_t launchThreads(const SkinnyGemmParams& p, cudaStream_t stream)
 {
     const int64_t units = kVector ? p.k / kVecElems<T> : p.k;
-    return units <= 128 ? launchRows<T, 128, kVector, kSilu>(p, stream) : launchRows<T, 256, kVector, kSilu>(p, stream);
+    return units <= 128 ? launchRows<T, 128, kVector, kSilu, kNorm>(p, stream)
+                        : launchRows<T, 256, kVector, kSilu, kNorm>(p, stream);
 }
 
 }  // namespace
@@ -161,6 +212,13 @@ cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream)
         const int64_t vec = kVecElems<T>;
         const bool vector = p.k % vec == 0 && p.xStride % vec == 0 && p.weightStride % vec == 0 && aligned16(p.x) &&
                             aligned16(p.weight);
+        if (p.normWeight) {
+            if (p.siluMulInput || !p.residualIn || !p.residualOut || p.residualIn == p.residualOut || !vector ||
+                p.residualStride % vec != 0 || !aligned16(p.residualIn) || !aligned16(p.residualOut) ||
+                !aligned16(p.normWeight) || skinnyNormSmemBytes(p.rows, p.k, sizeof(T)) > kSkinnyNormMaxSmemBytes)
+                return cudaErrorInvalidValue;
+            return launchThreads<T, true, false, true>(p, stream);
+        }
         if (p.siluMulInput)
             return vector ? launchThreads<T, true, true>(p, stream) : launchThreads<T, false, true>(p, stream);
         return vector ? launchThreads<T, true, false>(p, stream) : launchThreads<T, false, false>(p, stream);

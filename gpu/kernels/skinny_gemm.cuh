@@ -25,7 +25,21 @@ struct SkinnyGemmParams {
     // x holds [gate | up], each k wide, and the product uses silu(gate) * up rounded to the dtype (what
     // silu_and_mul.cuh would store): the MLP's down projection without a separate activation pass.
     bool siluMulInput = false;
+    // Optional residual add + RMSNorm in front (normWeight set; not with siluMulInput): x is the delta,
+    // r = round(residualIn + x) goes to residualOut (written by one CTA, so residualOut must not alias
+    // residualIn, which the others still read), and the product uses round(normWeight * r / rms(r)):
+    // rms_norm.cuh's fused add + RMSNorm and the projection after it in one kernel. Rows of x, residualIn
+    // and residualOut 16-byte aligned, k a multiple of the vector width.
+    const void* normWeight = nullptr;  // [k]
+    const void* residualIn = nullptr;  // [rows, k], residualStride
+    void* residualOut = nullptr;       // [rows, k], residualStride
+    int64_t residualStride = 0;
+    float eps = 1e-5f;
 };
+
+// Shared memory of the add + RMSNorm variant: the normalised rows.
+constexpr int64_t skinnyNormSmemBytes(int rows, int k, int elemBytes) { return int64_t(rows) * k * elemBytes; }
+constexpr int64_t kSkinnyNormMaxSmemBytes = 48 * 1024;
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
 cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream);

@@ -56,7 +56,8 @@ void sampleTokensRef(const SampleTokensParams& p)
     std::vector<float> logits(p.vocabSize);
     for (int s = 0; s < p.numSeqs; ++s) {
         const float penalty = p.repetitionPenalty ? p.repetitionPenalty[s] : 1.0f;
-        uint8_t* present = p.presence ? p.presence + s * p.presenceStride : nullptr;
+        const int64_t presenceRow = p.presenceRows ? p.presenceRows[s] : s;
+        uint8_t* present = p.presence ? p.presence + presenceRow * p.presenceStride : nullptr;
         for (int i = 0; i < p.vocabSize; ++i)
             logits[i] = penalizedLogit(loadElem(p.logits, s * p.logitsStride + i, p.dtype),
                                        present && present[i], penalty);

@@ -7,10 +7,8 @@
 #include <cmath>
 
 #include "gpu/ref/sample_tokens_ref.h"
-#include "tests/kernels/kernel_test_util.h"
-#ifdef LECTOR_HAVE_CUDA
 #include "gpu/ops.h"
-#endif
+#include "tests/kernels/kernel_test_util.h"
 
 namespace kt = lector::test::kernels;
 using lector::gpu::orderedKey;
@@ -170,6 +168,48 @@ LECTOR_TEST(referenceTopKFollowsTheTemperedSoftmax)
         LECTOR_CHECK_NEAR(freq, p, 5.0 * std::sqrt(p * (1 - p) / draws) + 1e-3);
     }
     LECTOR_CHECK_EQ(inTop, draws);
+}
+
+// presenceRows: sequence s reads and marks row presenceRows[s] of a larger table (the device sampler's
+// per-request rows), with the same tokens as the reference over a table gathered in sequence order;
+// rows no sequence names stay untouched. CPU (the reference through gpu::sampleTokens) and CUDA.
+LECTOR_TEST(presenceRowsSelectEachSequencesRow)
+{
+    const int64_t n = 4, rows = 9;
+    const at::Tensor logits = kt::randn({n, kVocab}, 191, at::kFloat, 4.0);
+    const Batch b = makeBatch(logits, {0.0f, 0.0f, 0.8f, 0.0f}, {0, 1, 40, 0}, {2.0f, 1.5f, 1.3f, 3.0f}, 192);
+    const at::Tensor table = (at::rand({rows, kVocab}, kt::generator(193), at::kFloat) < 0.05).to(at::kByte);
+    const at::Tensor rowIds = at::tensor(std::vector<int64_t>{7, 2, 5, 0}, at::kLong);
+    // Sequence 0's best token is present in its row (7) and absent from row 0, so reading the wrong row
+    // changes its greedy choice.
+    const int64_t best0 = logits[0].argmax().item<int64_t>();
+    table[7][best0] = 1;
+    table[0][best0] = 0;
+    // Want: the reference over the gathered rows (sequence s <- table[rowIds[s]]).
+    Batch gathered = b;
+    gathered.presence = table.index_select(0, rowIds).contiguous();
+    const at::Tensor want = runReference(gathered, true);
+    at::Tensor wantTable = table.clone();
+    wantTable.index_copy_(0, rowIds, gathered.presence);
+    // Without the rows (sequence s <- row s) the first greedy token differs.
+    Batch own = b;
+    own.presence = table.narrow(0, 0, n).clone();
+    LECTOR_CHECK(!at::equal(runReference(own, false), want));
+
+    for (bool cuda : {false, true}) {
+#ifndef LECTOR_HAVE_CUDA
+        if (cuda) continue;
+#else
+        if (cuda && !at::hasCUDA()) continue;
+#endif
+        const c10::Device dev = cuda ? c10::Device(at::kCUDA) : c10::Device(at::kCPU);
+        const at::Tensor t = table.to(dev);
+        const at::Tensor tokens = at::full({n}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
+        lector::gpu::sampleTokens(tokens, b.logits.to(dev), t, b.temperature.to(dev), b.topK.to(dev), b.penalty.to(dev),
+                                  b.seeds.to(dev), b.offsets.to(dev), true, rowIds.to(dev));
+        LECTOR_CHECK_MSG(at::equal(tokens.cpu(), want), (cuda ? "cuda" : "cpu") << " tokens differ");
+        LECTOR_CHECK_MSG(at::equal(t.cpu(), wantTable), (cuda ? "cuda" : "cpu") << " presence table differs");
+    }
 }
 
 #ifdef LECTOR_HAVE_CUDA

@@ -131,3 +131,43 @@ LECTOR_TEST(siluMulInputMatchesSiluThenProduct)
         }
     }
 }
+
+// The add + RMSNorm prologue (skinnyLinearAddRmsNorm) against fusedAddRmsNorm followed by the plain
+// product: on the CPU bit for bit (the reference is that composition, checked here against the two ops),
+// on CUDA within the dtype bound, including the new residual; the input residual stays as it was.
+LECTOR_TEST(addRmsNormPrologueMatchesNormThenProduct)
+{
+    for (at::ScalarType type : {at::kFloat, at::kHalf, at::kBFloat16}) {
+        for (int rows : {1, 2, 7}) {
+            for (int k : {64, 1024}) {
+                const uint64_t seed = 61 + rows + k;
+                const at::Tensor delta = kt::randn({rows, k}, seed, type);
+                const at::Tensor residual = kt::randn({rows, k}, seed + 1, type, 3.0);
+                const at::Tensor normWeight = (kt::randn({k}, seed + 2) * 0.2 + 1.0).to(type);
+                const at::Tensor w = kt::randn({37, k}, seed + 3, type);
+                // Want: the two ops one after the other.
+                const at::Tensor wantResidual = residual.clone(), h = at::empty_like(delta);
+                lector::gpu::fusedAddRmsNorm(h, wantResidual, delta, normWeight, 1e-5);
+                const at::Tensor want = at::empty({rows, 37}, delta.options());
+                lector::gpu::skinnyLinear(want, h, w);
+                LECTOR_CHECK(!at::equal(wantResidual, residual));
+
+                const at::Tensor got = at::full({rows, 37}, NAN, delta.options());
+                const at::Tensor gotResidual = at::full_like(residual, NAN);
+                lector::gpu::skinnyLinearAddRmsNorm(got, delta, residual, gotResidual, normWeight, 1e-5, w);
+                const std::string what = kt::typeName(type) + " rows " + std::to_string(rows) + " k " + std::to_string(k);
+                LECTOR_CHECK_MSG(at::equal(got, want), what << ": cpu product differs");
+                LECTOR_CHECK_MSG(at::equal(gotResidual, wantResidual), what << ": cpu residual differs");
+#ifdef LECTOR_HAVE_CUDA
+                if (!at::hasCUDA()) continue;
+                const at::Tensor resIn = residual.cuda(), resOut = at::full_like(resIn, NAN);
+                const at::Tensor out = at::full({rows, 37}, NAN, resIn.options());
+                lector::gpu::skinnyLinearAddRmsNorm(out, delta.cuda(), resIn, resOut, normWeight.cuda(), 1e-5, w.cuda());
+                kt::expectClose(what + " add+norm prologue", out.cpu(), want.to(at::kFloat), kt::nmseBound(type));
+                LECTOR_CHECK_MSG(at::equal(resOut.cpu(), wantResidual), what << ": cuda residual differs");
+                LECTOR_CHECK(at::equal(resIn.cpu(), residual));
+#endif
+            }
+        }
+    }
+}

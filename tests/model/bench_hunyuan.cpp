@@ -212,6 +212,9 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         ops.push_back({"o skinny", L, [=, &w] { gpu::skinnyLinear(outO, attn.view({b, hq * d}), w.oProj); }});
         ops.push_back({"gate/up skinny", L, [=, &w] { gpu::skinnyLinear(outGateUp, h, w.gateUpProj); }});
         ops.push_back({"down skinny, silu x mul input", L, [=, &w] { gpu::skinnyLinear(outDown, gateUp, w.downProj, true); }});
+        const at::Tensor res2 = at::empty_like(res);
+        ops.push_back({"qkv skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outQkv, h, res, res2, w.inputNorm, 1e-5, w.qkvProj); }});
+        ops.push_back({"gate/up skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outGateUp, h, res, res2, w.postNorm, 1e-5, w.gateUpProj); }});
     }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {

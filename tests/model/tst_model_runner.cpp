@@ -50,7 +50,9 @@ double relErr(const at::Tensor& a, const at::Tensor& b)
 
 }  // namespace
 
-LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
+namespace {
+
+void checkStepByStep(const runner::RunnerOptions& options)
 {
     c10::InferenceMode guard;
     const TinyModel tiny;
@@ -59,7 +61,7 @@ LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
     const int bs = 16, numBlocks = 32;
     runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, numBlocks, bs,
                               at::kFloat, at::kCPU);
-    runner::ModelRunner runner(decoder, kv);
+    runner::ModelRunner runner(decoder, kv, options);
 
     // Two sequences: prompts of 37 and 50 tokens, then 3 decode tokens each. Positions: axis 0 sequential,
     // the others scrambled (like image rows, where w / h / t differ from the sequence index).
@@ -125,6 +127,23 @@ LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
             LECTOR_CHECK_EQ(got[static_cast<int64_t>(i)].argmax().item<int64_t>(), want[i].argmax().item<int64_t>());
         }
     }
+}
+
+}  // namespace
+
+LECTOR_TEST(fusedRunnerMatchesTheReferenceDecoderStepByStep)
+{
+    checkStepByStep(runner::RunnerOptions{});
+}
+
+// The same with the skinny GEMM for every projection up to 2 rows: the decode-only steps then take the
+// fused variants (SiLU-mul read by the down projection, add + RMSNorm inside the next projection with the
+// residual in two alternating buffers, the final norm before the LM head).
+LECTOR_TEST(fusedRunnerWithSkinnyProjectionsMatchesTheReference)
+{
+    runner::RunnerOptions options;
+    options.skinnyRows = 2;
+    checkStepByStep(options);
 }
 
 // The load-time check the engine relies on to fall back to the reference decoder on a card where the
