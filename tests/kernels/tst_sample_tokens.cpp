@@ -203,7 +203,7 @@ LECTOR_TEST(presenceRowsSelectEachSequencesRow)
         if (cuda && !at::hasCUDA()) continue;
 #endif
         const c10::Device dev = cuda ? c10::Device(at::kCUDA) : c10::Device(at::kCPU);
-        const at::Tensor t = table.to(dev);
+        const at::Tensor t = table.clone().to(dev);  // a copy on the CPU too: the call marks its rows
         const at::Tensor tokens = at::full({n}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
         lector::gpu::sampleTokens(tokens, b.logits.to(dev), t, b.temperature.to(dev), b.topK.to(dev), b.penalty.to(dev),
                                   b.seeds.to(dev), b.offsets.to(dev), true, rowIds.to(dev));
