@@ -333,11 +333,13 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
 
 // --- projections at decode batch sizes ---
 
-void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput)
+namespace {
+
+// Checks and Params shared by the skinny GEMM entry points: x [rows <= kSkinnyMaxRows, *] with contiguous
+// rows, weight [n, k], out [rows, n], one dtype.
+SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, int64_t k,
+                              const char* op)
 {
-    const char* op = "skinnyLinear";
-    const int64_t k = siluMulInput ? x.size(1) / 2 : x.size(1);
-    TORCH_CHECK(!siluMulInput || x.size(1) % 2 == 0, op, ": a gate/up input must have an even width, got ", x.sizes());
     const DType dtype = dtypeOf(x, op, "x");
     checkLike(weight, x, op, "weight");
     checkLike(out, x, op, "out");
@@ -358,6 +360,17 @@ void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& 
     p.rows = toInt(x.size(0), op, "rows");
     p.n = toInt(weight.size(0), op, "n");
     p.k = toInt(k, op, "k");
+    return p;
+}
+
+}  // namespace
+
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput)
+{
+    const char* op = "skinnyLinear";
+    TORCH_CHECK(x.dim() == 2 && (!siluMulInput || x.size(1) % 2 == 0), op,
+                ": x must be 2-D, of even width when it is a gate/up input, got ", x.sizes());
+    SkinnyGemmParams p = skinnyParams(out, x, weight, siluMulInput ? x.size(1) / 2 : x.size(1), op);
     p.siluMulInput = siluMulInput;
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
@@ -367,21 +380,16 @@ void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, cons
                             const at::Tensor& weight)
 {
     const char* op = "skinnyLinearAddRmsNorm";
-    const DType dtype = dtypeOf(delta, op, "delta");
-    for (const at::Tensor* t : {&residualIn, &residualOut, &normWeight, &weight, &out}) checkLike(*t, delta, op, "operand");
-    TORCH_CHECK(delta.dim() == 2 && delta.size(0) <= kSkinnyMaxRows && delta.stride(1) == 1, op,
-                ": delta must be [rows <= ", kSkinnyMaxRows, ", k] with contiguous rows, got ", delta.sizes());
+    TORCH_CHECK(delta.dim() == 2, op, ": delta must be [rows, k], got ", delta.sizes());
     const int64_t rows = delta.size(0), k = delta.size(1);
+    SkinnyGemmParams p = skinnyParams(out, delta, weight, k, op);
+    for (const at::Tensor* t : {&residualIn, &residualOut, &normWeight}) checkLike(*t, delta, op, "residual or norm weight");
     for (const at::Tensor* r : {&residualIn, &residualOut})
         TORCH_CHECK(r->sizes() == delta.sizes() && r->stride(1) == 1 && r->stride(0) == residualIn.stride(0), op,
                     ": residuals must be ", delta.sizes(), " with one row stride, got ", r->sizes());
     TORCH_CHECK(residualIn.data_ptr() != residualOut.data_ptr(), op, ": residualOut must not alias residualIn");
     TORCH_CHECK(normWeight.dim() == 1 && normWeight.size(0) == k && normWeight.is_contiguous(), op,
                 ": normWeight must be [", k, "], got ", normWeight.sizes());
-    TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k && weight.stride(1) == 1, op, ": weight must be [n, ", k,
-                "] with contiguous rows, got ", weight.sizes());
-    TORCH_CHECK(out.dim() == 2 && out.size(0) == rows && out.size(1) == weight.size(0) && out.stride(1) == 1, op,
-                ": out must be [", rows, ", ", weight.size(0), "], got ", out.sizes());
     if (delta.is_cuda()) {
         const int64_t vec = 16 / delta.element_size();
         TORCH_CHECK(k % vec == 0 && delta.stride(0) % vec == 0 && residualIn.stride(0) % vec == 0 &&
@@ -390,17 +398,6 @@ void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, cons
                     op, ": needs 16-byte rows and rows x k within ", kSkinnyNormMaxSmemBytes, " bytes, got ",
                     delta.sizes());
     }
-    SkinnyGemmParams p;
-    p.dtype = dtype;
-    p.out = out.data_ptr();
-    p.x = delta.data_ptr();
-    p.weight = weight.data_ptr();
-    p.outStride = out.stride(0);
-    p.xStride = delta.stride(0);
-    p.weightStride = weight.stride(0);
-    p.rows = toInt(rows, op, "rows");
-    p.n = toInt(weight.size(0), op, "n");
-    p.k = toInt(k, op, "k");
     p.normWeight = normWeight.data_ptr();
     p.residualIn = residualIn.data_ptr();
     p.residualOut = residualOut.data_ptr();
