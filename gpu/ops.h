@@ -37,6 +37,9 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
 // out[s, h] = softmax(scale * q[s, h] . K[s]) V[s] over the contextLens[s] cached tokens of sequence s.
 // out, query: [numSeqs, numQHeads, headDim] (any seq stride); contextLens: [numSeqs] int32;
 // maxContextLen >= max(contextLens) sizes the grid. partitionSize < 0 chooses automatically.
+// Under PDL (sm_90+) short partitions read the cache before the previous kernel on the stream has
+// finished: that kernel may write only each sequence's newest token (slot contextLens[s] - 1), as the
+// decoder's QK-norm/RoPE + KV write does; anything else must be written before it.
 void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
                           const at::Tensor& valueCache, const at::Tensor& blockTable,
                           const at::Tensor& contextLens, int64_t maxContextLen, double scale,

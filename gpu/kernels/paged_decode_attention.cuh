@@ -5,6 +5,10 @@
 // Called by the model runner on the engine thread once per layer; the runner picks the partition
 // size once per step (choosePagedDecodePartitionSize) and reuses it in every layer.
 //
+// Contract under PDL (common.cuh): with partitions of at most 64 keys (paged_attention_simt.cuh) it loads K
+// and V before waiting for the previous kernel on the stream, and reloads only each sequence's newest
+// token after the wait, so the previous kernel may write that slot and no other.
+//
 // Page table: blockTable [numSeqs, maxBlocksPerSeq] of int32 block ids; token t of sequence s lives
 // in block blockTable[s][t / kKvBlockSize] at offset t % kKvBlockSize. Cache layout as in
 // kv_cache_write.cuh.
