@@ -3,7 +3,9 @@
 // what is supported), then runs the CUDA kernel on the current stream of the tensors' device, or the
 // scalar reference of gpu/ref for CPU tensors (slow; for tests and tiny models). A failed launch is a
 // TORCH_CHECK failure too. All calls are asynchronous on CUDA; none allocates except the split-K
-// workspace of the attention ops (from the caching allocator, so CUDA-graph capture works).
+// workspace of the attention ops (from the caching allocator, so CUDA-graph capture works) and, once
+// per device, their zeroed split-K ticket counters (kept for the process; grown only outside capture).
+// Kernels launch with programmatic dependent launch on sm_90+ (gpu/kernels/common.cuh).
 //
 // Conventions: outputs come first and are written in place (they are handles, hence const&);
 // float tensors are float32, float16 or bfloat16 and all share one dtype per call; the innermost
