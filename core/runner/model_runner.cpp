@@ -394,15 +394,12 @@ int ModelRunner::captureGraphs()
     const int maxBatch = sizes.back();
     const int numAxes = m_decoder.rope().numAxes();
     const int bs = m_kv.blockSize();
-    const std::int64_t maxBlocks = (m_options.graphContextTokens + bs - 1) / bs;
+    const std::int64_t maxBlocks = graphMaxBlocks();
     const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
     const auto i32 = at::TensorOptions().dtype(at::kInt).device(device);
     // Dummy step for warm-up and capture: every row attends to one token of block 0, writes nowhere.
-    m_graphMaxBlocks = maxBlocks;
     m_graphInput64 = at::zeros({(2 + numAxes) * maxBatch}, i64);
     m_graphInput32 = at::zeros({(1 + maxBlocks) * maxBatch}, i32);
-    m_graphInput64.narrow(0, (1 + numAxes) * maxBatch, maxBatch).fill_(-1);  // slots of the largest graph
-    m_graphInput32.narrow(0, 0, maxBatch).fill_(1);                         // its context lengths
     const gpu::CudaGraph* pool = nullptr;
     // Largest first, so the smaller graphs reuse the pool memory the largest one needed.
     for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
@@ -434,6 +431,12 @@ int ModelRunner::captureGraphs()
     return static_cast<int>(m_graphs.size());
 }
 
+std::int64_t ModelRunner::graphMaxBlocks() const
+{
+    const int bs = m_kv.blockSize();
+    return (m_options.graphContextTokens + bs - 1) / bs;
+}
+
 at::Tensor ModelRunner::runGraph(const RunnerStep& step)
 {
     const auto batch = static_cast<int>(step.seqs.size());
@@ -443,7 +446,7 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
     const at::Device device = m_decoder.device();
     const int numAxes = m_decoder.rope().numAxes();
     const int bs = m_kv.blockSize();
-    const std::int64_t maxBlocks = m_graphMaxBlocks;
+    const std::int64_t maxBlocks = graphMaxBlocks();
     // Host images of the static inputs' first rows (layouts in model_runner.h); rows past the real batch
     // are the dummy decode: slot -1, one key in block 0. Block-table entries past a row's context are
     // never read, so they are left as they are.

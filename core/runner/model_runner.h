@@ -123,7 +123,7 @@ private:
     // [contextLens b | blockTable b x graphContextTokens / 16] from the start of these, so one step's
     // inputs are two host-to-device copies.
     at::Tensor m_graphInput64, m_graphInput32;
-    std::int64_t m_graphMaxBlocks = 0;
+    std::int64_t graphMaxBlocks() const;  // block-table width of the graphs: graphContextTokens / 16
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
 };
 

@@ -171,6 +171,11 @@ __device__ __forceinline__ uint4 loadNc16(const void* p) { return __ldg(static_c
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// --- activations ---
+
+// SiLU (x * sigmoid(x)) in float32: silu_and_mul.cu and the skinny GEMM's gate/up input.
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
 // --- reductions ---
 
 __device__ __forceinline__ float warpSum(float x)

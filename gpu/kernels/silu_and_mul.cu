@@ -8,7 +8,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 
 template <class T, bool kVector>
 __global__ void siluAndMulKernel(SiluAndMulParams p)

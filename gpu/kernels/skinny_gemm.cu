@@ -52,8 +52,7 @@ struct XRow {
         if constexpr (!kSilu) {
             return g;
         } else {
-            const float y = g / (1.0f + expf(-g)) * L::elem(b, e);
-            return toFloat(fromFloat<T>(y));
+            return toFloat(fromFloat<T>(silu(g) * L::elem(b, e)));
         }
     }
 };

@@ -6,7 +6,6 @@
 
 #include "gpu/ref/skinny_gemm_ref.h"
 #include "gpu/ops.h"
-#include "gpu/ref/silu_and_mul_ref.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace kt = lector::test::kernels;
@@ -80,20 +79,11 @@ LECTOR_TEST(cudaMatchesReference)
 
 namespace {
 
-// siluAndMul of gate/up [rows, 2k] through its own reference, then the plain skinny reference.
+// siluAndMul of gate/up [rows, 2k] (on the CPU: its reference), then the plain skinny reference.
 at::Tensor siluThenReference(const at::Tensor& gateUp, const at::Tensor& weight)
 {
-    const int64_t rows = gateUp.size(0), k = gateUp.size(1) / 2;
-    const at::Tensor act = at::empty({rows, k}, gateUp.options());
-    lector::gpu::SiluAndMulParams p;
-    p.dtype = kt::toDType(gateUp.scalar_type());
-    p.out = act.data_ptr();
-    p.input = gateUp.data_ptr();
-    p.outStride = act.stride(0);
-    p.inputStride = gateUp.stride(0);
-    p.numTokens = static_cast<int>(rows);
-    p.d = static_cast<int>(k);
-    lector::gpu::ref::siluAndMulRef(p);
+    const at::Tensor act = at::empty({gateUp.size(0), gateUp.size(1) / 2}, gateUp.options());
+    lector::gpu::siluAndMul(act, gateUp);
     return runReference(act, weight);
 }
 

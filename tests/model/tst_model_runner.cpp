@@ -48,10 +48,6 @@ double relErr(const at::Tensor& a, const at::Tensor& b)
     return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
 }
 
-}  // namespace
-
-namespace {
-
 void checkStepByStep(const runner::RunnerOptions& options)
 {
     c10::InferenceMode guard;
