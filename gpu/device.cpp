@@ -29,6 +29,24 @@ DeviceMemory deviceMemory(const c10::Device& device)
     return {static_cast<std::int64_t>(freeBytes), static_cast<std::int64_t>(totalBytes)};
 }
 
+struct StreamEvent::Impl {
+    // Without timing: such events are cheaper to record and to wait for.
+    at::cuda::CUDAEvent event{cudaEventDisableTiming};
+    bool recorded = false;
+};
+
+void StreamEvent::record(const c10::Device& device)
+{
+    if (!device.is_cuda()) return;
+    m_impl->event.record(c10::cuda::getCurrentCUDAStream(device.index()));
+    m_impl->recorded = true;
+}
+
+void StreamEvent::synchronize()
+{
+    if (m_impl->recorded) m_impl->event.synchronize();
+}
+
 struct CudaGraph::Impl {
     at::cuda::CUDAGraph graph;
     bool captured = false;
@@ -92,6 +110,10 @@ double graphMicros(const c10::Device& device, const std::function<void()>& body,
 bool cudaGraphsAvailable() { return false; }
 DeviceMemory deviceMemory(const c10::Device&) { return {}; }
 
+struct StreamEvent::Impl {};
+void StreamEvent::record(const c10::Device&) {}
+void StreamEvent::synchronize() {}
+
 struct CudaGraph::Impl {};
 CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}
 CudaGraph::~CudaGraph() = default;
@@ -108,5 +130,10 @@ double graphMicros(const c10::Device& device, const std::function<void()>&, int)
 }
 
 #endif
+
+StreamEvent::StreamEvent() : m_impl(std::make_unique<Impl>()) {}
+StreamEvent::~StreamEvent() = default;
+StreamEvent::StreamEvent(StreamEvent&&) noexcept = default;
+StreamEvent& StreamEvent::operator=(StreamEvent&&) noexcept = default;
 
 }  // namespace lector::gpu

@@ -2,6 +2,8 @@
 // memory (to size the paged KV pool) and CudaGraph, one captured sequence of CUDA work (a whole decode
 // step at one batch size) replayed with a single launch. Both need a CUDA build of libtorch; elsewhere
 // cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
+// StreamEvent marks a point in the current stream's work so the host can wait for that work alone (the
+// engine reads a step's sampled tokens while the next step already runs).
 // CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
 // memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
 #pragma once
@@ -27,6 +29,25 @@ DeviceMemory deviceMemory(const c10::Device& device);
 // excluded), the graph replayed 5 times between synchronisations of the device's current stream. Runs
 // body once first, outside the graph. CUDA builds of libtorch only (throws elsewhere, like capture()).
 double graphMicros(const c10::Device& device, const std::function<void()>& body, int reps = 20);
+
+// A marker in a device's current stream. On the CPU (or without a CUDA libtorch) work is synchronous:
+// record() and synchronize() do nothing.
+class StreamEvent {
+public:
+    StreamEvent();
+    ~StreamEvent();
+    StreamEvent(StreamEvent&&) noexcept;
+    StreamEvent& operator=(StreamEvent&&) noexcept;
+
+    // Marks the work queued so far on the current stream of `device`.
+    void record(const c10::Device& device);
+    // Blocks the host until the marked work has run (returns at once if nothing was recorded).
+    void synchronize();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
 
 class CudaGraph {
 public:

@@ -65,7 +65,8 @@ private:
 class LoadSampler {
 public:
     explicit LoadSampler(const engine::Engine& engine)
-        : m_engine(engine), m_startPreemptions(engine.stats().preemptions), m_next(Clock::now())
+        : m_engine(engine), m_startPreemptions(engine.stats().preemptions),
+          m_startOverlapped(engine.stats().overlappedSteps), m_next(Clock::now())
     {
     }
 
@@ -95,6 +96,7 @@ public:
             s = m_engine.stats();
         }
         m_summary.preemptions = s.preemptions - m_startPreemptions;
+        m_summary.overlappedSteps = s.overlappedSteps - m_startOverlapped;
         m_summary.kvBlocksMean = m_summary.samples ? m_sumUsed / m_summary.samples : 0.0;
         if (s.kvBlocksTotal > 0) m_summary.kvBlocksTotal = s.kvBlocksTotal;
         return m_summary;
@@ -103,6 +105,7 @@ public:
 private:
     const engine::Engine& m_engine;
     int m_startPreemptions;
+    long long m_startOverlapped;
     Clock::time_point m_next;
     double m_sumUsed = 0;
     LoadSummary m_summary;

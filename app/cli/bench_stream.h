@@ -26,6 +26,7 @@ struct LoadSummary {
     int kvBlocksPeak = 0;
     int kvBlocksTotal = 0;
     int preemptions = 0;  // during the run (end minus start)
+    long long overlappedSteps = 0;  // decode steps queued before their predecessor's tokens were read (run)
 };
 
 // Per-request figures of one run; latencies only of the requests that succeeded.

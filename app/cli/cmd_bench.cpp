@@ -217,7 +217,8 @@ nlohmann::json burstJson(const ServingReport& rep, int copies)
             {"kv_blocks", {{"peak", rep.load.kvBlocksPeak},
                            {"total", rep.load.kvBlocksTotal},
                            {"peak_pct", percentOf(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal)}}},
-            {"preemptions", rep.load.preemptions}};
+            {"preemptions", rep.load.preemptions},
+            {"overlapped_steps", rep.load.overlappedSteps}};
 }
 
 nlohmann::json poissonJson(const ServingReport& rep, const PoissonOptions& p)
@@ -246,7 +247,8 @@ nlohmann::json poissonJson(const ServingReport& rep, const PoissonOptions& p)
                            {"mean_pct", percentOf(load.kvBlocksMean, load.kvBlocksTotal)},
                            {"peak_pct", percentOf(load.kvBlocksPeak, load.kvBlocksTotal)},
                            {"samples", load.samples}}},
-            {"preemptions", load.preemptions}};
+            {"preemptions", load.preemptions},
+            {"overlapped_steps", load.overlappedSteps}};
 }
 
 void printBurst(const ServingReport& rep, int copies, size_t numImages, int repeat)
@@ -255,8 +257,9 @@ void printBurst(const ServingReport& rep, int copies, size_t numImages, int repe
                 numImages, copies, repeat, perSecond(rep.finished, rep.spanSeconds));
     if (rep.generatedTokens > 0) std::printf("generated tokens: %.0f tokens/s\n", perSecond(rep.generatedTokens, rep.spanSeconds));
     std::printf("end-to-end ms p50 / p99: %s / %s\n", msText(rep.totalMs, 0.5).c_str(), msText(rep.totalMs, 0.99).c_str());
-    std::printf("KV blocks in use: peak %d of %d (%s), preemptions %d\n", rep.load.kvBlocksPeak, rep.load.kvBlocksTotal,
-                percentText(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal).c_str(), rep.load.preemptions);
+    std::printf("KV blocks in use: peak %d of %d (%s), preemptions %d, overlapped decode steps %lld\n",
+                rep.load.kvBlocksPeak, rep.load.kvBlocksTotal, percentText(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal).c_str(),
+                rep.load.preemptions, rep.load.overlappedSteps);
 }
 
 void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templateMaxNewTokens)
@@ -290,6 +293,7 @@ void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templat
                   percentText(load.kvBlocksPeak, load.kvBlocksTotal).c_str(), load.kvBlocksTotal);
     row("KV blocks in use", buf);
     row("preemptions", std::to_string(load.preemptions));
+    row("overlapped decode steps", std::to_string(load.overlappedSteps));
     row("failures", std::to_string(rep.failures));
 }
 

@@ -118,6 +118,7 @@ struct EngineStats {
     int runningSequences = 0;  // admitted and not finished (prefilling or decoding)
     int waitingSequences = 0;  // accepted, waiting for blocks or vision
     int preemptions = 0;       // since the engine started
+    long long overlappedSteps = 0;  // steps queued before the previous step's tokens reached the host
     long long steps = 0;       // backend steps run
 };
 

@@ -7,6 +7,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "core/common/assert.h"
 #include "core/common/log.h"
 #include "core/common/timing.h"
 #include "core/doc/output_parser.h"
@@ -169,6 +170,16 @@ struct HunyuanBackend::Sequence {
     int presenceRow = -1;  // DeviceSampler row (fused runner), -1 until the first sample
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     Clock::time_point prefillStart{};
+    Clock::time_point lastTokenAt{};  // when the last token was applied (decode time is the sum of the gaps)
+};
+
+// A forward and its sampling, queued; the tokens are read by acceptTokens().
+struct HunyuanBackend::Launched {
+    std::vector<SeqId> ids;            // sampled sequences, in row order
+    std::vector<int> hostTokens;       // drawn on the host (top-p), -1 where the device draws
+    std::vector<size_t> deviceRows;    // indices into ids drawn on the device, in the sampler's row order
+    runner::PendingTokens device;
+    bool chainable = false;            // decode-only and every token drawn on the device
 };
 
 HunyuanBackend::~HunyuanBackend() = default;
@@ -247,23 +258,79 @@ void HunyuanBackend::step()
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
-    const StepPlan plan = m_scheduler->schedule();
+    StepPlan plan = m_scheduler->schedule();
     m_stepIds.clear();
     for (SeqId id : plan.vision) m_stepIds.push_back(id);
     for (const auto& c : plan.chunks) m_stepIds.push_back(c.id);
+
+    c10::InferenceMode guard;
+    if (m_inflight) {
+        if (chainsOntoInflight(plan)) {
+            // Queue this step behind the in-flight one (its ids come from the device), then apply the
+            // in-flight tokens while the GPU runs it: the host's work hides behind the device's.
+            auto next = std::make_unique<Launched>(launchChunks(plan.chunks, m_inflight.get()));
+            std::unique_ptr<Launched> previous = std::move(m_inflight);
+            completeProvisionally(*next, /*ahead=*/1);
+            m_inflight = std::move(next);
+            ++m_overlappedSteps;
+            acceptTokens(*previous, nullptr);
+            m_stepIds.clear();
+            return;
+        }
+        // The plan needs the in-flight tokens on the host (new or changed sequences): apply them first.
+        // Sequences that ended with them leave the plan (the scheduler already let them go).
+        std::unique_ptr<Launched> previous = std::move(m_inflight);
+        acceptTokens(*previous, nullptr);
+        std::erase_if(plan.chunks, [&](const StepChunk& c) { return !m_seqs.count(c.id); });
+    }
     // Out of KV memory even alone: it ends with what it has (finish reason "length").
     for (SeqId id : plan.outOfMemory)
         if (m_seqs.count(id)) finishSequence(id);
 
-    c10::InferenceMode guard;
     if (!plan.vision.empty()) runVision(plan.vision);
     m_scheduler->visionDone(plan.vision);
     std::vector<SeqOutcome> outcomes;
-    if (!plan.chunks.empty()) runChunks(plan.chunks, outcomes);
+    if (!plan.chunks.empty()) {
+        auto launched = std::make_unique<Launched>(launchChunks(plan.chunks, nullptr));
+        if (launched->chainable) {
+            // Leave it in flight: the next step may queue behind it before its tokens are read.
+            completeProvisionally(*launched, /*ahead=*/0);
+            m_inflight = std::move(launched);
+            m_stepIds.clear();
+            return;
+        }
+        acceptTokens(*launched, &outcomes);
+        // Chunks that did not sample (a prefill in the middle of the prompt) still report in.
+        for (const StepChunk& c : plan.chunks)
+            if (!c.isDecode && !c.completesPrefill) outcomes.push_back({c.id, false, false});
+    }
     m_scheduler->completeStep(outcomes);
     for (const auto& o : outcomes)
         if (o.finished) finishSequence(o.id);
     m_stepIds.clear();
+}
+
+bool HunyuanBackend::chainsOntoInflight(const StepPlan& plan) const
+{
+    if (!m_inflight || !plan.vision.empty() || !plan.preempted.empty() || !plan.outOfMemory.empty()) return false;
+    if (plan.chunks.size() != m_inflight->ids.size()) return false;
+    for (size_t i = 0; i < plan.chunks.size(); ++i)
+        if (!plan.chunks[i].isDecode || plan.chunks[i].id != m_inflight->ids[i]) return false;
+    return true;
+}
+
+void HunyuanBackend::completeProvisionally(const Launched& launched, int ahead)
+{
+    // One token each; finished only where the length limit ends the sequence with this token (a stop id
+    // or the repeat guard shows up when the tokens are applied, and that sequence is let go then).
+    std::vector<SeqOutcome> outcomes;
+    for (SeqId id : launched.ids) {
+        const Sequence& seq = *m_seqs.at(id);
+        const int maxNew = std::max(1, seq.state->request().sampling.maxNewTokens);
+        const auto generated = static_cast<int>(seq.loop->result().ids.size()) + ahead + 1;
+        outcomes.push_back({id, true, generated >= maxNew});
+    }
+    m_scheduler->completeStep(outcomes);
 }
 
 void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
@@ -326,7 +393,7 @@ ChunkRows chunkRows(const StepChunk& c, std::int64_t promptLength)
 
 }  // namespace
 
-at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks)
+at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds)
 {
     const int numAxes = m_decoder->rope().numAxes();
     runner::RunnerStep step;
@@ -347,7 +414,8 @@ at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks)
         }
         const auto& gen = seq.loop->result().ids;
         for (std::int64_t i = r.genFrom; i < r.genTo; ++i) {
-            step.tokenIds.push_back(gen.at(static_cast<size_t>(i - L)));
+            // Fed from the device: the id is not on the host yet (the runner ignores this one).
+            step.tokenIds.push_back(deviceTokenIds.defined() ? 0 : gen.at(static_cast<size_t>(i - L)));
             for (auto& a : axes) a.push_back(i);  // decoding: every axis is the sequence index (spec §5.2)
         }
         runner::RunnerSequence rs;
@@ -359,6 +427,7 @@ at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks)
     }
     for (const auto& a : axes) step.positions.insert(step.positions.end(), a.begin(), a.end());
     if (!promptParts.empty()) step.promptEmbeds = promptParts.size() == 1 ? promptParts[0] : at::cat(promptParts);
+    step.deviceTokenIds = deviceTokenIds;
     return m_runner->run(step);
 }
 
@@ -405,18 +474,21 @@ at::Tensor HunyuanBackend::forwardReference(const std::vector<StepChunk>& chunks
         hidden.index_select(0, at::tensor(sampleRows, at::TensorOptions().dtype(at::kLong)).to(device)));  // [S, vocab]
 }
 
-std::vector<int> HunyuanBackend::sampleNext(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
-                                            const at::Tensor& logits)
+HunyuanBackend::Launched HunyuanBackend::launchSample(const std::vector<SeqId>& ids,
+                                                     const std::vector<bool>& freshPrefill, const at::Tensor& logits,
+                                                     int ahead)
 {
-    std::vector<int> next(ids.size(), -1);
+    Launched out;
+    out.ids = ids;
+    out.hostTokens.assign(ids.size(), -1);
     std::vector<runner::DeviceSampling> onDevice;
-    std::vector<std::int64_t> deviceRows;
     for (size_t k = 0; k < ids.size(); ++k) {
         Sequence& seq = *m_seqs.at(ids[k]);
         const SamplingParams& sp = seq.state->request().sampling;
         // Top-p has no device kernel: those sequences draw on the host.
         if (!m_sampler || sp.topP < 1.0f) {
-            next[k] = seq.loop->sample(logits[static_cast<std::int64_t>(k)]);
+            LECTOR_ASSERT(ahead == 0);  // a step with host draws is never chained
+            out.hostTokens[k] = seq.loop->sample(logits[static_cast<std::int64_t>(k)]);
             continue;
         }
         if (seq.presenceRow < 0) seq.presenceRow = m_sampler->acquireRow();
@@ -433,45 +505,60 @@ std::vector<int> HunyuanBackend::sampleNext(const std::vector<SeqId>& ids, const
         d.topK = sp.topK;
         d.repetitionPenalty = sp.repetitionPenalty;
         d.seed = static_cast<std::int64_t>(sp.seed);
-        d.offset = seq.loop->result().timings.numNewTokens;
+        d.offset = seq.loop->result().timings.numNewTokens + ahead;  // the draw counter of this token
         onDevice.push_back(d);
-        deviceRows.push_back(static_cast<std::int64_t>(k));
+        out.deviceRows.push_back(k);
     }
     if (!onDevice.empty()) {
         const bool all = onDevice.size() == ids.size();
-        const at::Tensor rows =
-            all ? logits
-                : logits.index_select(0, at::tensor(deviceRows, at::TensorOptions().dtype(at::kLong)).to(logits.device()));
-        const std::vector<std::int64_t> tokens = m_sampler->sample(rows, onDevice);
-        for (size_t j = 0; j < tokens.size(); ++j) next[static_cast<size_t>(deviceRows[j])] = static_cast<int>(tokens[j]);
+        std::vector<std::int64_t> rows(out.deviceRows.begin(), out.deviceRows.end());
+        const at::Tensor sampled =
+            all ? logits : logits.index_select(0, at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(logits.device()));
+        out.device = m_sampler->sampleAsync(sampled, onDevice);
     }
-    return next;
+    return out;
 }
 
-void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes)
+HunyuanBackend::Launched HunyuanBackend::launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed)
 {
     const auto stepStart = Clock::now();
     std::vector<SeqId> sampleIds;
     std::vector<bool> freshPrefill;
+    bool decodeOnly = true;
     for (const StepChunk& c : chunks) {
         Sequence& seq = *m_seqs.at(c.id);
         if (seq.prefillStart == Clock::time_point{}) seq.prefillStart = stepStart;  // its first chunk
+        decodeOnly = decodeOnly && c.isDecode;
         if (c.isDecode || c.completesPrefill) {
             sampleIds.push_back(c.id);
             freshPrefill.push_back(!c.isDecode);
         }
     }
-    const at::Tensor logits = m_runner ? forwardFused(chunks) : forwardReference(chunks);
-    const std::vector<int> next = sampleIds.empty() ? std::vector<int>() : sampleNext(sampleIds, freshPrefill, logits);
-    const double stepMs = msSince(stepStart);
+    const at::Tensor deviceIds = feed ? feed->device.onDevice() : at::Tensor();
+    const at::Tensor logits = m_runner ? forwardFused(chunks, deviceIds) : forwardReference(chunks);
+    Launched out = sampleIds.empty() ? Launched{} : launchSample(sampleIds, freshPrefill, logits, feed ? 1 : 0);
+    out.chainable = m_runner && decodeOnly && !sampleIds.empty() && out.deviceRows.size() == sampleIds.size();
+    return out;
+}
 
-    for (size_t k = 0; k < sampleIds.size(); ++k) {
-        Sequence& seq = *m_seqs.at(sampleIds[k]);
+void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* outcomes)
+{
+    std::vector<int> next = launched.hostTokens;
+    if (!launched.deviceRows.empty()) {
+        const std::vector<std::int64_t> tokens = launched.device.get();  // waits for this step alone
+        for (size_t j = 0; j < tokens.size(); ++j) next[launched.deviceRows[j]] = static_cast<int>(tokens[j]);
+    }
+    const auto now = Clock::now();
+    for (size_t k = 0; k < launched.ids.size(); ++k) {
+        const SeqId id = launched.ids[k];
+        auto found = m_seqs.find(id);
+        if (found == m_seqs.end()) continue;  // cancelled, or ended one step earlier: a wasted row
+        Sequence& seq = *found->second;
         RequestState& state = *seq.state;
         const Request& req = state.request();
-        auto onToken = [&](int id) {
+        auto onToken = [&](int token) {
             if (req.stream && state.callbacks().onPartial) {
-                std::string delta = seq.stream->push(id);
+                std::string delta = seq.stream->push(token);
                 if (!delta.empty()) {
                     seq.partial.seq++;
                     seq.partial.textSoFar += delta;
@@ -482,18 +569,18 @@ void HunyuanBackend::runChunks(const std::vector<StepChunk>& chunks, std::vector
             return !state.cancelled();
         };
         if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
-            seq.prefillMs = msSince(seq.prefillStart);
+            seq.prefillMs = std::chrono::duration<double, std::milli>(now - seq.prefillStart).count();
             seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
         } else {
-            seq.decodeMs += stepMs;
+            // Decode time is what the user waits between tokens, scheduling and host work included.
+            seq.decodeMs += std::chrono::duration<double, std::milli>(now - seq.lastTokenAt).count();
             ++seq.loop->result().timings.numDecodeSteps;
         }
+        seq.lastTokenAt = now;
         const bool done = seq.loop->accept(next[k], onToken);
-        outcomes.push_back({sampleIds[k], true, done});
+        if (outcomes) outcomes->push_back({id, true, done});
+        else if (done) finishSequence(id);
     }
-    // Chunks that did not sample (a prefill in the middle of the prompt) still report in.
-    for (const StepChunk& c : chunks)
-        if (!c.isDecode && !c.completesPrefill) outcomes.push_back({c.id, false, false});
 }
 
 std::unique_ptr<HunyuanBackend::Sequence> HunyuanBackend::detach(SeqId id)
@@ -544,7 +631,10 @@ void HunyuanBackend::dropSequence(SeqId id, const std::string& code, const std::
 std::vector<RequestPtr> HunyuanBackend::takeInFlight()
 {
     // The step threw: the engine fails these requests; forget them here (and free their blocks).
+    // A step left in flight goes with them: its tokens would be applied to nobody.
     std::vector<RequestPtr> out;
+    if (m_inflight) m_stepIds.insert(m_stepIds.end(), m_inflight->ids.begin(), m_inflight->ids.end());
+    m_inflight.reset();
     for (SeqId id : m_stepIds)
         if (std::unique_ptr<Sequence> seq = detach(id)) out.push_back(seq->state);
     m_stepIds.clear();
@@ -566,6 +656,7 @@ EngineStats HunyuanBackend::stats() const
     s.runningSequences = m_scheduler->numRunning();
     s.waitingSequences = m_scheduler->numWaiting();
     s.preemptions = m_scheduler->numPreemptions();
+    s.overlappedSteps = m_overlappedSteps;
     return s;
 }
 
@@ -574,6 +665,7 @@ void HunyuanBackend::cancelAll()
     std::vector<SeqId> ids;
     for (const auto& [id, seq] : m_seqs) ids.push_back(id);
     for (SeqId id : ids) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
+    m_inflight.reset();  // its tokens belong to cancelled requests
 }
 
 }  // namespace lector::engine

@@ -39,7 +39,7 @@ public:
     EngineInfo info() const override { return m_info; }
     Result<void> accepts(const Request& request) const override;
     void add(RequestPtr request) override;
-    bool hasWork() const override { return m_scheduler->hasWork(); }
+    bool hasWork() const override { return m_scheduler->hasWork() || m_inflight != nullptr; }
     void step() override;
     std::vector<RequestPtr> takeInFlight() override;
     void cancel(RequestId id) override;
@@ -48,16 +48,30 @@ public:
 
 private:
     struct Sequence;
+    struct Launched;
     HunyuanBackend() = default;
     void runVision(const std::vector<SeqId>& ids);
-    void runChunks(const std::vector<StepChunk>& chunks, std::vector<SeqOutcome>& outcomes);
+    // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
+    // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
+    Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
+    // Waits for a launched step's tokens and applies them: streaming, timings, stop conditions. Appends
+    // each sampled sequence's outcome to `outcomes`, or, when that is null (a step the scheduler already
+    // completed provisionally), finishes the sequences that ended. Sequences gone meanwhile are skipped.
+    void acceptTokens(Launched& launched, std::vector<SeqOutcome>* outcomes);
+    // Whether `plan` decodes exactly the sequences of the in-flight step, in order, and nothing else:
+    // then it can be queued before the in-flight tokens reach the host.
+    bool chainsOntoInflight(const StepPlan& plan) const;
+    // Completes a launched decode-only step in the scheduler before its tokens are known: one token
+    // each, finished where the length limit ends the sequence. ahead: as for launchSample().
+    void completeProvisionally(const Launched& launched, int ahead);
     // The forward of a step: the fused runner, or the reference decoder through the paged KV view.
     // Logits [sampled chunks, vocab] float32 on the model's device, in chunk order.
-    at::Tensor forwardFused(const std::vector<StepChunk>& chunks);
+    at::Tensor forwardFused(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds);
     at::Tensor forwardReference(const std::vector<StepChunk>& chunks);
-    // Next token of every sampled chunk (in order), on the device where it can be.
-    std::vector<int> sampleNext(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
-                                const at::Tensor& logits);
+    // Draws the next token of every sampled chunk (in order), on the device where it can be. ahead: tokens
+    // of these sequences already drawn but not yet accepted (1 for a step chained onto the in-flight one).
+    Launched launchSample(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
+                          const at::Tensor& logits, int ahead);
     std::unique_ptr<Sequence> detach(SeqId id);  // removes it from m_seqs and the scheduler
     void finishSequence(SeqId id);
     void dropSequence(SeqId id, const std::string& code, const std::string& message);
@@ -75,6 +89,12 @@ private:
     int m_blockSize = 16;
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)
+    // A decode-only step whose tokens have not been read yet (fused runner, every token drawn on the
+    // device). The scheduler has completed it provisionally (one token each, finished only where the
+    // length limit says so), so the next step can be planned and queued behind it; its tokens are applied
+    // right after that. A sequence that stops early leaves one wasted row in the chained step.
+    std::unique_ptr<Launched> m_inflight;
+    long long m_overlappedSteps = 0;
     Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
 };
 

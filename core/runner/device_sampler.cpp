@@ -47,7 +47,20 @@ void DeviceSampler::resetRow(int row, const std::vector<int>& ids)
     if (!valid.empty()) r.index_fill_(0, at::tensor(valid, at::kLong).to(m_device), 1);
 }
 
+std::vector<std::int64_t> PendingTokens::get()
+{
+    if (!m_host.defined()) return {};
+    m_ready.synchronize();
+    const std::int64_t* t = m_host.data_ptr<std::int64_t>();
+    return std::vector<std::int64_t>(t, t + m_host.numel());
+}
+
 std::vector<std::int64_t> DeviceSampler::sample(const at::Tensor& logits, const std::vector<DeviceSampling>& params)
+{
+    return sampleAsync(logits, params).get();
+}
+
+PendingTokens DeviceSampler::sampleAsync(const at::Tensor& logits, const std::vector<DeviceSampling>& params)
 {
     c10::InferenceMode inference;
     const auto S = static_cast<std::int64_t>(params.size());
@@ -79,9 +92,12 @@ std::vector<std::int64_t> DeviceSampler::sample(const at::Tensor& logits, const 
     at::Tensor tokens = at::empty({S}, at::TensorOptions().dtype(at::kLong).device(m_device));
     gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
                       d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S));
-    const at::Tensor host = tokens.to(at::kCPU);  // the step's one synchronisation
-    const std::int64_t* t = host.data_ptr<std::int64_t>();
-    return std::vector<std::int64_t>(t, t + S);
+    PendingTokens out;
+    out.m_host = at::empty({S}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned));
+    out.m_host.copy_(tokens, /*non_blocking=*/true);
+    out.m_ready.record(m_device);
+    out.m_device = std::move(tokens);
+    return out;
 }
 
 }  // namespace lector::runner

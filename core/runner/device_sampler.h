@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/device.h"
+
 namespace lector::runner {
 
 struct DeviceSampling {
@@ -20,6 +22,23 @@ struct DeviceSampling {
     float repetitionPenalty = 1.0f;
     std::int64_t seed = 0;
     std::int64_t offset = 0;       // tokens this sequence has drawn so far (the draw counter)
+};
+
+// The tokens of one sampleAsync() call on their way to the host: the copy is queued right behind the
+// sampling kernel, so get() waits for that step alone, not for work queued after it.
+class PendingTokens {
+public:
+    // [S] int64 on the sampler's device: the next decode step can read its input ids from here before
+    // the host has them.
+    const at::Tensor& onDevice() const { return m_device; }
+    // Blocks until the copy has landed; the ids in params order.
+    std::vector<std::int64_t> get();
+
+private:
+    friend class DeviceSampler;
+    at::Tensor m_device;
+    at::Tensor m_host;  // pinned on CUDA
+    gpu::StreamEvent m_ready;
 };
 
 class DeviceSampler {
@@ -33,6 +52,8 @@ public:
 
     // Tokens for logits [S, vocab] (float32, one row per entry of params, same order).
     std::vector<std::int64_t> sample(const at::Tensor& logits, const std::vector<DeviceSampling>& params);
+    // The same without waiting: queues the kernel and the copy to the host.
+    PendingTokens sampleAsync(const at::Tensor& logits, const std::vector<DeviceSampling>& params);
 
 private:
     std::int64_t m_vocab;

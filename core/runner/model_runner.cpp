@@ -148,6 +148,10 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     m.blockTable = d32.narrow(0, 0, m.numSeqs * maxBlocks).view({m.numSeqs, maxBlocks});
     m.cuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks, m.numSeqs + 1);
     m.contextLens = d32.narrow(0, m.numSeqs * maxBlocks + m.numSeqs + 1, m.numSeqs);
+    if (step.deviceTokenIds.defined()) {
+        LECTOR_ASSERT(m.decodeOnly && m.numRows == m.numSeqs && step.deviceTokenIds.numel() == n);
+        m.ids.copy_(step.deviceTokenIds, /*non_blocking=*/true);  // stream-ordered after the upload
+    }
     return m;
 }
 
@@ -473,6 +477,10 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
     }
     m_graphInput64.narrow(0, 0, h64.numel()).copy_(h64, /*non_blocking=*/true);
     m_graphInput32.narrow(0, 0, h32.numel()).copy_(h32, /*non_blocking=*/true);
+    if (step.deviceTokenIds.defined()) {
+        LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
+        m_graphInput64.narrow(0, 0, batch).copy_(step.deviceTokenIds, /*non_blocking=*/true);
+    }
     it->second->graph.replay();
     return it->second->logits.narrow(0, 0, batch);
 }

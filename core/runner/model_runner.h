@@ -55,6 +55,10 @@ struct RunnerStep {
     std::vector<std::int64_t> tokenIds;
     at::Tensor promptEmbeds;             // [rows with id -1, hidden] on the decoder's device, or undefined
     std::vector<std::int64_t> positions; // [numAxes * rows], axis-major
+    // Optional [rows] int64 on the decoder's device, for a step of single-token decodes only: row i's id
+    // is read from here on the device (tokenIds are then ignored). The engine feeds the previous step's
+    // sampled tokens this way, so it can queue a step before those tokens reach the host.
+    at::Tensor deviceTokenIds;
 };
 
 class ModelRunner {

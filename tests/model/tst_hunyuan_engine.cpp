@@ -81,7 +81,8 @@ struct Collected {
     bool seqInOrder = true;
 };
 
-RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNewTokens, float penalty, Collected& out)
+RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNewTokens, float penalty, Collected& out,
+                       bool ignoreEos = false)
 {
     Request req;
     req.imageName = "img" + std::to_string(id);
@@ -89,6 +90,7 @@ RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNe
     req.preset = "spotting";
     req.sampling.maxNewTokens = maxNewTokens;
     req.sampling.repetitionPenalty = penalty;
+    req.sampling.ignoreEos = ignoreEos;
     req.stream = true;
     Callbacks cb;
     cb.onFinished = [&out](RequestId rid, doc::OcrResult r) { out.results[rid] = std::move(r); };
@@ -133,6 +135,10 @@ void checkBatchedAgainstReference(const std::string& runner)
     }
     LECTOR_CHECK(!backend->hasWork());
     LECTOR_CHECK_MSG(backend->stats().preemptions > 0, "the pool was meant to force a preemption");
+    // The fused runner queued decode steps ahead of their predecessors' tokens, through preemptions and
+    // sequences ending at different steps; the reference runner never does.
+    if (runner == "fused") LECTOR_CHECK(backend->stats().overlappedSteps > 0);
+    else LECTOR_CHECK_EQ(backend->stats().overlappedSteps, 0LL);
     LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
     LECTOR_CHECK_EQ(out.results.size(), cases.size());
     LECTOR_CHECK(out.seqInOrder);
@@ -162,6 +168,44 @@ LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference) { checkBatchedAgains
 // paged prefill + decode attention, device-side sampling with the repetition penalty) run through gpu/'s
 // CPU references: same batches, same preemptions, same tokens as the reference.
 LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
+
+// With the fused runner a decode step is queued behind the previous one before that step's tokens reach
+// the host (its input ids come from the device). Two requests of exactly 12 and 7 tokens (stop ids
+// ignored), admitted together: token 1 comes from the prefill; token 2's step runs without a predecessor
+// in flight; tokens 3..7 chain (5). Token 7 ends request 2, so token 8's step needs the host first; 9..12
+// chain again (4): 9 overlapped steps. The reference runner never overlaps, and the tokens must not differ.
+LECTOR_TEST(decodeStepsOverlapWithoutChangingTokens)
+{
+    const auto receipt = fixtureImage("receipt_zh");
+    std::map<RequestId, doc::OcrResult> results[2];
+    long long overlapped[2] = {-1, -1};
+    const char* runners[2] = {"fused", "reference"};
+    for (int r = 0; r < 2; ++r) {
+        auto backend = makeBackend(4096, 2048, runners[r]);
+        Collected out;
+        backend->add(makeRequest(1, receipt, 12, 1.03f, out, /*ignoreEos=*/true));
+        backend->add(makeRequest(2, receipt, 7, 1.03f, out, /*ignoreEos=*/true));
+        for (int steps = 0; backend->hasWork() && steps < 100; ++steps) backend->step();
+        LECTOR_CHECK(!backend->hasWork());
+        LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
+        overlapped[r] = backend->stats().overlappedSteps;
+        results[r] = out.results;
+        LECTOR_CHECK(out.seqInOrder);
+        for (RequestId id : {1, 2}) LECTOR_CHECK_EQ(out.streamed[id], out.results[id].raw.value_or("?"));
+    }
+    LECTOR_CHECK_EQ(overlapped[0], 9LL);
+    LECTOR_CHECK_EQ(overlapped[1], 0LL);
+    for (RequestId id : {1, 2}) {
+        LECTOR_CHECK(results[0].count(id) == 1 && results[1].count(id) == 1);
+        const doc::OcrResult &fused = results[0][id], &ref = results[1][id];
+        LECTOR_CHECK_MSG(!fused.failed() && !ref.failed(), "request " << id);
+        LECTOR_CHECK(fused.tokens.has_value() && fused.tokens->generated == (id == 1 ? 12 : 7));
+        LECTOR_CHECK_EQ(fused.raw.value_or("fused"), ref.raw.value_or("reference")); std::printf("%s\n%s\n", fused.raw->c_str(), ref.raw->c_str());
+        // Every token after the first is one decode step in the per-token time, overlapped or not.
+        LECTOR_CHECK_NEAR(fused.timing("per_token") * double(fused.tokens->generated - 1), fused.timing("decode"),
+                          0.2 + 0.01 * fused.timing("decode"));
+    }
+}
 
 namespace {
 

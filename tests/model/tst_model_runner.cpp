@@ -48,7 +48,9 @@ double relErr(const at::Tensor& a, const at::Tensor& b)
     return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
 }
 
-void checkStepByStep(const runner::RunnerOptions& options)
+// deviceIds: decode-only steps take their ids from RunnerStep::deviceTokenIds, with wrong ids on the host
+// (the engine's overlapped steps, whose ids are the previous step's tokens still on the device).
+void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = false)
 {
     c10::InferenceMode guard;
     const TinyModel tiny;
@@ -115,6 +117,10 @@ void checkStepByStep(const runner::RunnerOptions& options)
         }
         for (const auto& a : axes) step.positions.insert(step.positions.end(), a.begin(), a.end());
         if (!embeds.empty()) step.promptEmbeds = at::cat(embeds);
+        if (deviceIds && embeds.empty()) {
+            step.deviceTokenIds = at::tensor(step.tokenIds, at::kLong);
+            for (std::int64_t& id : step.tokenIds) id = (id + 1) % 1000;  // must not be read
+        }
         const at::Tensor got = runner.run(step);  // [2, vocab]
         LECTOR_CHECK_EQ(got.size(0), 2);
         for (size_t i = 0; i < want.size(); ++i) {
@@ -140,6 +146,12 @@ LECTOR_TEST(fusedRunnerWithSkinnyProjectionsMatchesTheReference)
     runner::RunnerOptions options;
     options.skinnyRows = 2;
     checkStepByStep(options);
+}
+
+// Decode-only steps whose ids come from the device (RunnerStep::deviceTokenIds) rather than the host.
+LECTOR_TEST(decodeIdsFedFromTheDeviceMatchTheReference)
+{
+    checkStepByStep(runner::RunnerOptions{}, /*deviceIds=*/true);
 }
 
 // The load-time check the engine relies on to fall back to the reference decoder on a card where the
