@@ -159,68 +159,47 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
     }
 }
 
-// Fused decode (kFuse), per lane: the rotation of this lane's kVec dims [sub * kVec, sub * kVec + kVec) of one
-// row. Positions (step inputs) and the cos/sin table (a constant) are loaded before the PDL wait, so these
-// loads overlap the previous kernel.
+// Fused decode (kFuse): this lane's kVec dims [sub * kVec, sub * kVec + kVec) of one head row `x` of the raw
+// projection output, rotated by XD-RoPE and RMS-normed as qk_norm_rope.cu does (rotation, then the norm
+// over the head in float32, times the weight, rounded once to T), returned as floats of the rounded values.
+// The lane holding dim d trades with the one holding its rotation partner d +- D/2; the norm sums the
+// kLanesPerToken lanes of the token (each dim once).
 template <class T, int D>
-struct RopeSlice {
-    float c[kVecElems<T>], s[kVecElems<T>];
-    Vec16<T> qWeight, kWeight;  // this lane's dims of the norm weights (ones when absent)
-
-    __device__ __forceinline__ void load(const QkNormRopeParams& rp, int64_t token, int sub)
-    {
-        constexpr int kVec = kVecElems<T>, kHalf = D / 2;
-        int64_t pos[4] = {0, 0, 0, 0};
+__device__ __forceinline__ Vec16<T> ropeNormSlice(const QkNormRopeParams& rp, const T* x, const T* normWeight,
+                                                  int64_t token, int sub)
+{
+    constexpr int kVec = kVecElems<T>;
+    constexpr int kLanesPerToken = D / kVec;
+    constexpr int kHalf = D / 2;
+    constexpr int kPartner = kHalf / kVec;  // lane distance to the rotation partner
+    const Vec16<T> mine = unpack16<T>(loadNc16(x + sub * kVec));
+    Vec16<T> y;
+    float sumSq = 0.0f;
 #pragma unroll
-        for (int ax = 0; ax < 4; ++ax) {
-            if (ax >= rp.numPosAxes) break;
-            const int64_t i = ax * rp.positionsAxisStride + token;
-            const int64_t v = rp.positionsInt64 ? static_cast<const int64_t*>(rp.positions)[i]
-                                                : static_cast<const int32_t*>(rp.positions)[i];
-            pos[ax] = min(max(v, int64_t(0)), int64_t(rp.maxPosition - 1));
-        }
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            const int d = sub * kVec + e, j = d < kHalf ? d : d - kHalf;  // frequency index
-            int axis = 0;
-            for (int bound = rp.sections[0]; axis + 1 < rp.numPosAxes && j >= bound; bound += rp.sections[axis + 1]) ++axis;
-            const int64_t p = axis == 0 ? pos[0] : axis == 1 ? pos[1] : axis == 2 ? pos[2] : pos[3];  // no local array
-            c[e] = __ldg(rp.cosSinCache + p * D + j);
-            s[e] = __ldg(rp.cosSinCache + p * D + kHalf + j);
-        }
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) qWeight.v[e] = kWeight.v[e] = 1.0f;
-        if (rp.queryNormWeight) qWeight = unpack16<T>(loadNc16(static_cast<const T*>(rp.queryNormWeight) + sub * kVec));
-        if (rp.keyNormWeight) kWeight = unpack16<T>(loadNc16(static_cast<const T*>(rp.keyNormWeight) + sub * kVec));
+    for (int e = 0; e < kVec; ++e) {
+        const float partner = __shfl_xor_sync(0xffffffffu, mine.v[e], kPartner);
+        const int d = sub * kVec + e;
+        const bool low = d < kHalf;
+        const int j = low ? d : d - kHalf;  // frequency index
+        int axis = 0;
+        for (int bound = rp.sections[0]; axis + 1 < rp.numPosAxes && j >= bound; bound += rp.sections[axis + 1]) ++axis;
+        const int64_t i = axis * rp.positionsAxisStride + token;
+        int64_t pos = rp.positionsInt64 ? static_cast<const int64_t*>(rp.positions)[i]
+                                        : static_cast<const int32_t*>(rp.positions)[i];
+        pos = min(max(pos, int64_t(0)), int64_t(rp.maxPosition - 1));
+        const float* cs = rp.cosSinCache + pos * D;
+        const float c = cs[j], s = cs[kHalf + j];
+        y.v[e] = low ? mine.v[e] * c - partner * s : mine.v[e] * c + partner * s;
+        sumSq += y.v[e] * y.v[e];
     }
-
-    // x: this lane's raw dims of one head. Rotated by XD-RoPE, RMS-normed over the head in float32, times the
-    // weight, rounded once to T (qk_norm_rope.cu's arithmetic), returned as floats of the rounded values. The
-    // lane holding dim d trades with the one holding its rotation partner d +- D/2; the norm sums the
-    // kLanesPerToken lanes of the token (each dim once). hasWeight false: no norm (as with null weights).
-    __device__ __forceinline__ Vec16<T> apply(const Vec16<T>& x, const Vec16<T>& weight, bool hasWeight, float eps,
-                                              int sub) const
-    {
-        constexpr int kVec = kVecElems<T>, kHalf = D / 2;
-        constexpr int kLanesPerToken = D / kVec;
-        constexpr int kPartner = kHalf / kVec;  // lane distance to the rotation partner
-        const bool low = sub * kVec < kHalf;
-        Vec16<T> y;
-        float sumSq = 0.0f;
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            const float partner = __shfl_xor_sync(0xffffffffu, x.v[e], kPartner);
-            y.v[e] = low ? x.v[e] * c[e] - partner * s[e] : x.v[e] * c[e] + partner * s[e];
-            sumSq += y.v[e] * y.v[e];
-        }
+    for (int o = kLanesPerToken / 2; o > 0; o >>= 1) sumSq += __shfl_xor_sync(0xffffffffu, sumSq, o);
+    const float inv = normWeight ? rsqrtf(sumSq / D + rp.eps) : 1.0f;
+    const Vec16<T> w = normWeight ? unpack16<T>(loadNc16(normWeight + sub * kVec)) : Vec16<T>{};
 #pragma unroll
-        for (int o = kLanesPerToken / 2; o > 0; o >>= 1) sumSq += __shfl_xor_sync(0xffffffffu, sumSq, o);
-        const float inv = hasWeight ? rsqrtf(sumSq / D + eps) : 1.0f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) y.v[e] = toFloat(fromFloat<T>(y.v[e] * inv * weight.v[e]));
-        return y;
-    }
-};
+    for (int e = 0; e < kVec; ++e) y.v[e] = toFloat(fromFloat<T>(y.v[e] * inv * (normWeight ? w.v[e] : 1.0f)));
+    return y;
+}
 
 // Partitions of at most this many keys (one block per warp) take the kPrefetch variant.
 constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
@@ -272,10 +251,6 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
             vPre[s] = loadNc16(vPreBlock + t * tokenStride);
         }
     };
-    RopeSlice<T, D> rope;  // kFuse: this lane's rotation tables, loaded before the wait
-    if constexpr (kFuse) {
-        if (numTok > 0) rope.load(a.rope, row, sub);
-    }
     const bool early = kPrefetch && a.cuSeqlensQ == nullptr;
     if constexpr (kPrefetch) {
         if (warp < numPages) {
@@ -291,32 +266,17 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     if constexpr (kPrefetch && !kFuse) {
         if (preValid) loadPre(early);  // decode: the newest token again; prefill: everything now
     }
-    T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
-    if (numTok <= 0) {
-        // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
-        if (part == 0)
-            for (int i = threadIdx.x; i < G * D; i += kAttnThreads) out[i] = fromFloat<T>(0.0f);
-        return;
-    }
-
     // Fused: the newest token's K (rotated, normed) and V straight from the projection, into the cache too.
     const int newest = r.numKeys - 1;
     uint4 kNew = make_uint4(0, 0, 0, 0), vNew = make_uint4(0, 0, 0, 0);
-    const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
-    uint4 qRaw[kFuse ? G : 1];
     if constexpr (kFuse) {
-        const QkNormRopeParams& rp = a.rope;
-        const bool hasNewest = newest >= start && newest < end;  // CTA-uniform
-        // Issue every load of the projection output at once, then compute.
-#pragma unroll
-        for (int g = 0; g < G; ++g) qRaw[g] = loadNc16(qRow + g * D);
-        if (hasNewest) {
-            kNew = loadNc16(static_cast<const T*>(rp.key) + int64_t(row) * rp.keyTokenStride + int64_t(kvHead) * D +
-                            sub * kVec);
+        if (newest >= start && newest < end) {
+            const QkNormRopeParams& rp = a.rope;
+            const T* kRaw = static_cast<const T*>(rp.key) + int64_t(row) * rp.keyTokenStride + int64_t(kvHead) * D;
+            const Vec16<T> k = ropeNormSlice<T, D>(rp, kRaw, static_cast<const T*>(rp.keyNormWeight), row, sub);
+            kNew = pack16<T>(k.v);
             vNew = loadNc16(static_cast<const T*>(rp.value) + int64_t(row) * rp.valueTokenStride + int64_t(kvHead) * D +
                             sub * kVec);
-            const Vec16<T> k = rope.apply(unpack16<T>(kNew), rope.kWeight, rp.keyNormWeight != nullptr, rp.eps, sub);
-            kNew = pack16<T>(k.v);
             const int64_t slot = rp.slotMapping[row];
             if (warp == 0 && tokInStep == 0 && slot >= 0 && slot < rp.numCacheSlots) {
                 const int64_t offset = (slot * a.numKvHeads + kvHead) * D + sub * kVec;
@@ -326,6 +286,14 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         }
     }
 
+    T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
+    if (numTok <= 0) {
+        // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
+        if (part == 0)
+            for (int i = threadIdx.x; i < G * D; i += kAttnThreads) out[i] = fromFloat<T>(0.0f);
+        return;
+    }
+
     extern __shared__ float smem[];
     const int mainFloats = max(G * a.partitionLen, kAttnWarps * G * D);
     float* logits = smem;                         // [G, partitionLen], then p = exp(logit - max)
@@ -333,11 +301,11 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     float* redSum = redMax + kAttnWarps * G;      // [kAttnWarps, G]
 
     float q[G][kVec];
+    const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         Vec16<T> v;
-        if constexpr (kFuse)
-            v = rope.apply(unpack16<T>(qRaw[g]), rope.qWeight, a.rope.queryNormWeight != nullptr, a.rope.eps, sub);
+        if constexpr (kFuse) v = ropeNormSlice<T, D>(a.rope, qRow - sub * kVec + g * D, static_cast<const T*>(a.rope.queryNormWeight), row, sub);
         else v = unpack16<T>(loadNc16(qRow + g * D));
 #pragma unroll
         for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
