@@ -214,14 +214,11 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
 }
 
-namespace {
-
-// pagedDecodeAttention and, with rope, its fused QK-norm + XD-RoPE variant (CUDA only).
-void runPagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                             const at::Tensor& valueCache, const at::Tensor& blockTable, const at::Tensor& contextLens,
-                             int64_t maxContextLen, double scale, int64_t partitionSize, const QkNormRopeParams* rope,
-                             const char* op)
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
 {
+    const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
     checkLike(query, keyCache, op, "query");
     checkLike(out, keyCache, op, "out");
@@ -270,21 +267,7 @@ void runPagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, con
         p.workspace = workspace.data_ptr<float>();
         p.counters = splitCounters(query, numSeqs * numKvHeads, op);
     }
-    if (rope) {
-        TORCH_CHECK(query.is_cuda() && rope->numTokens == numSeqs, op, ": the fused rotation runs on CUDA, one token per sequence");
-        p.rope = *rope;
-    }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
-}
-
-}  // namespace
-
-void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                          const at::Tensor& valueCache, const at::Tensor& blockTable,
-                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
-{
-    runPagedDecodeAttention(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale,
-                            partitionSize, nullptr, "pagedDecodeAttention");
 }
 
 void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
@@ -541,12 +524,14 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
 }
 
-namespace {
-
-// The paged K/V write of qkNormRopeWriteKv and pagedDecodeAttentionRope: checks and fills p's cache fields.
-void addKvWrite(QkNormRopeParams& p, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping, const char* op)
+void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping)
 {
+    const char* op = "qkNormRopeWriteKv";
+    QkNormRopeParams p =
+        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
     checkCaches(keyCache, valueCache, op);
     checkLike(keyCache, query, op, "keyCache");
     TORCH_CHECK(keyCache.size(2) == key.size(1) && keyCache.size(3) == key.size(2), op, ": the cache is ",
@@ -562,46 +547,7 @@ void addKvWrite(QkNormRopeParams& p, const at::Tensor& query, const at::Tensor& 
     p.valueTokenStride = value.stride(0);
     p.slotMapping = slotMapping.data_ptr<int64_t>();
     p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
-}
-
-}  // namespace
-
-void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
-                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
-                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping)
-{
-    const char* op = "qkNormRopeWriteKv";
-    QkNormRopeParams p =
-        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
-    addKvWrite(p, query, key, value, keyCache, valueCache, slotMapping, op);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
-}
-
-void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
-                              const at::Tensor& value, const at::Tensor& positions, const at::Tensor& cosSinCache,
-                              const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
-                              const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
-                              const at::Tensor& valueCache, const at::Tensor& slotMapping, const at::Tensor& blockTable,
-                              const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
-{
-    const char* op = "pagedDecodeAttentionRope";
-    if (!query.is_cuda()) {
-        // The reference: the unfused pair, on copies (the fused op leaves query and key as they are).
-        const at::Tensor q = query.clone(), k = key.clone();
-        qkNormRopeWriteKv(q, k, value, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, keyCache,
-                          valueCache, slotMapping);
-        pagedDecodeAttention(out, q, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale, partitionSize);
-        return;
-    }
-    QkNormRopeParams p =
-        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
-    addKvWrite(p, query, key, value, keyCache, valueCache, slotMapping, op);
-    TORCH_CHECK(key.stride(0) % 8 == 0 && value.stride(0) % 8 == 0 && reinterpret_cast<uintptr_t>(key.data_ptr()) % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(value.data_ptr()) % 16 == 0,
-                op, ": key and value rows must start on 16-byte boundaries");
-    runPagedDecodeAttention(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale,
-                            partitionSize, &p, op);
 }
 
 void siluAndMul(const at::Tensor& out, const at::Tensor& input)

@@ -79,19 +79,6 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
                        const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
                        const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping);
 
-// Decode attention with qkNormRopeWriteKv fused in (one kernel on CUDA): query [numSeqs, numQHeads, headDim],
-// key / value [numSeqs, numKvHeads, headDim] are the raw projection outputs of each sequence's newest token
-// (read only: query and key are not rotated in place). The result, and the K/V stored at slotMapping, equal
-// qkNormRopeWriteKv followed by pagedDecodeAttention on the rotated query, which is how the CPU runs it.
-// Same PDL contract as pagedDecodeAttention, except that nothing before it needs to write the cache.
-void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
-                              const at::Tensor& value, const at::Tensor& positions, const at::Tensor& cosSinCache,
-                              const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
-                              const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
-                              const at::Tensor& valueCache, const at::Tensor& slotMapping, const at::Tensor& blockTable,
-                              const at::Tensor& contextLens, int64_t maxContextLen, double scale,
-                              int64_t partitionSize = -1);
-
 // out = silu(input[:, :d]) * input[:, d:]. out: [numTokens, d]; input: [numTokens, 2d].
 void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 

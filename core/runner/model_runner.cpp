@@ -174,9 +174,6 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     const std::int64_t n = x.size(0), d = c.headDim, hq = c.numHeads, hk = c.numKvHeads;
     const double eps = c.rmsNormEps;
     const int bs = m_kv.blockSize();
-    // Fused decode attention (QK-norm + RoPE + KV write inside): on CUDA, where it saves a kernel per layer;
-    // the CPU has no kernels to save and keeps the pair, unless a test asks (RunnerOptions::fuseDecodeRope).
-    const bool fuseDecodeRope = m_options.fuseDecodeRope == 1 || (m_options.fuseDecodeRope < 0 && x.is_cuda());
     at::Tensor residual = x;             // [n, hidden], the residual stream
     at::Tensor spare;                    // [n, hidden], the other residual buffer of the fused prologue
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
@@ -211,19 +208,12 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const int layerIdx = static_cast<int>(l);
         const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
-        if (meta.decodeOnly && fuseDecodeRope) {
-            // One kernel: rotation and norm of q and the new K, the K/V write, attention.
-            gpu::pagedDecodeAttentionRope(attn, q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections,
-                                          eps, keyCache, valueCache, meta.slots, meta.blockTable, meta.contextLens,
-                                          meta.maxContextLen, m_scale, m_decodePartition);
-        } else if (meta.decodeOnly) {
-            gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
-                                   valueCache, meta.slots);
+        gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
+                               valueCache, meta.slots);
+        if (meta.decodeOnly) {
             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
                                       meta.maxContextLen, m_scale, m_decodePartition);
         } else {
-            gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
-                                   valueCache, meta.slots);
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
         }

@@ -1,9 +1,8 @@
 // ModelRunner: HunyuanOCR's text decoder for the serving engine, on gpu/'s fused ops over the paged KV
 // cache. One run() is one engine step: a flattened batch of prefill chunks and decode tokens of many
 // sequences, with per-step metadata packed into two host buffers (int64, int32), one copy each.
-// Per layer: QKV matmul, QK-norm + XD-RoPE with the K/V write into the paged cache (one kernel), paged
-// attention (decode kernel when every sequence brings one token, with the previous kernel fused in on
-// CUDA; else the prefill kernel), O matmul,
+// Per layer: QKV matmul, QK-norm + XD-RoPE (one kernel), K/V written into the paged cache, paged
+// attention (decode kernel when every sequence brings one token, else the prefill kernel), O matmul,
 // fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Projections are
 // libtorch matrix products, or gpu/'s skinny GEMM at few rows where it measures faster (tuneLayouts).
 // Decode-only steps on CUDA replay a CUDA graph captured for the next
@@ -39,9 +38,6 @@ struct RunnerOptions {
     // head use it up to this many rows (with the fused SiLU-mul and add + RMSNorm variants), so the tests
     // drive those paths through gpu/'s CPU references.
     int skinnyRows = -1;
-    // Decode-only steps run QK-norm + XD-RoPE and the K/V write inside decode attention
-    // (gpu::pagedDecodeAttentionRope): -1 on CUDA only, 1 always, 0 never.
-    int fuseDecodeRope = -1;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.

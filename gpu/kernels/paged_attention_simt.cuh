@@ -19,7 +19,6 @@
 
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
-#include "gpu/kernels/qk_norm_rope.cuh"
 
 namespace lector::gpu::detail {
 
@@ -47,10 +46,6 @@ struct SimtArgs {
     int partitionLen;            // keys per CTA (multiple of kKvBlockSize); covers maxContextLen if unsplit
     int numPartitions;
     float scale;
-    // Fused QK-norm + XD-RoPE of decode rows (kFuse): query is the raw projection output (read only); the
-    // newest key and value of each row come from rope.key / rope.value (row = token); see
-    // PagedDecodeAttentionParams::rope.
-    QkNormRopeParams rope;
 };
 
 struct RowInfo {
@@ -159,48 +154,6 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
     }
 }
 
-// Fused decode (kFuse): this lane's kVec dims [sub * kVec, sub * kVec + kVec) of one head row `x` of the raw
-// projection output, rotated by XD-RoPE and RMS-normed as qk_norm_rope.cu does (rotation, then the norm
-// over the head in float32, times the weight, rounded once to T), returned as floats of the rounded values.
-// The lane holding dim d trades with the one holding its rotation partner d +- D/2; the norm sums the
-// kLanesPerToken lanes of the token (each dim once).
-template <class T, int D>
-__device__ __forceinline__ Vec16<T> ropeNormSlice(const QkNormRopeParams& rp, const T* x, const T* normWeight,
-                                                  int64_t token, int sub)
-{
-    constexpr int kVec = kVecElems<T>;
-    constexpr int kLanesPerToken = D / kVec;
-    constexpr int kHalf = D / 2;
-    constexpr int kPartner = kHalf / kVec;  // lane distance to the rotation partner
-    const Vec16<T> mine = unpack16<T>(loadNc16(x + sub * kVec));
-    Vec16<T> y;
-    float sumSq = 0.0f;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-        const float partner = __shfl_xor_sync(0xffffffffu, mine.v[e], kPartner);
-        const int d = sub * kVec + e;
-        const bool low = d < kHalf;
-        const int j = low ? d : d - kHalf;  // frequency index
-        int axis = 0;
-        for (int bound = rp.sections[0]; axis + 1 < rp.numPosAxes && j >= bound; bound += rp.sections[axis + 1]) ++axis;
-        const int64_t i = axis * rp.positionsAxisStride + token;
-        int64_t pos = rp.positionsInt64 ? static_cast<const int64_t*>(rp.positions)[i]
-                                        : static_cast<const int32_t*>(rp.positions)[i];
-        pos = min(max(pos, int64_t(0)), int64_t(rp.maxPosition - 1));
-        const float* cs = rp.cosSinCache + pos * D;
-        const float c = cs[j], s = cs[kHalf + j];
-        y.v[e] = low ? mine.v[e] * c - partner * s : mine.v[e] * c + partner * s;
-        sumSq += y.v[e] * y.v[e];
-    }
-#pragma unroll
-    for (int o = kLanesPerToken / 2; o > 0; o >>= 1) sumSq += __shfl_xor_sync(0xffffffffu, sumSq, o);
-    const float inv = normWeight ? rsqrtf(sumSq / D + rp.eps) : 1.0f;
-    const Vec16<T> w = normWeight ? unpack16<T>(loadNc16(normWeight + sub * kVec)) : Vec16<T>{};
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) y.v[e] = toFloat(fromFloat<T>(y.v[e] * inv * (normWeight ? w.v[e] : 1.0f)));
-    return y;
-}
-
 // Partitions of at most this many keys (one block per warp) take the kPrefetch variant.
 constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 
@@ -209,10 +162,7 @@ constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 // QK-norm/RoPE kernel that writes this step's K/V). The only cache slot that kernel writes for a decode
 // row is the row's newest token, so after the wait the lanes holding that token load it again. Prefill
 // rows (many new tokens) load after the wait.
-// kFuse (decode rows only): QK-norm + XD-RoPE fused in; the CTA whose partition holds a row's newest token
-// computes that token's K from the raw projection, stores K and V into the cache, and uses them in place of
-// what the cache held there.
-template <class T, int D, int G, bool kPrefetch, bool kFuse = false>
+template <class T, int D, int G, bool kPrefetch>
 __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
 {
     constexpr int kVec = kVecElems<T>;
@@ -263,27 +213,8 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     }
     gridDependencyWait();
     allowDependentLaunch();
-    if constexpr (kPrefetch && !kFuse) {
+    if constexpr (kPrefetch) {
         if (preValid) loadPre(early);  // decode: the newest token again; prefill: everything now
-    }
-    // Fused: the newest token's K (rotated, normed) and V straight from the projection, into the cache too.
-    const int newest = r.numKeys - 1;
-    uint4 kNew = make_uint4(0, 0, 0, 0), vNew = make_uint4(0, 0, 0, 0);
-    if constexpr (kFuse) {
-        if (newest >= start && newest < end) {
-            const QkNormRopeParams& rp = a.rope;
-            const T* kRaw = static_cast<const T*>(rp.key) + int64_t(row) * rp.keyTokenStride + int64_t(kvHead) * D;
-            const Vec16<T> k = ropeNormSlice<T, D>(rp, kRaw, static_cast<const T*>(rp.keyNormWeight), row, sub);
-            kNew = pack16<T>(k.v);
-            vNew = loadNc16(static_cast<const T*>(rp.value) + int64_t(row) * rp.valueTokenStride + int64_t(kvHead) * D +
-                            sub * kVec);
-            const int64_t slot = rp.slotMapping[row];
-            if (warp == 0 && tokInStep == 0 && slot >= 0 && slot < rp.numCacheSlots) {
-                const int64_t offset = (slot * a.numKvHeads + kvHead) * D + sub * kVec;
-                *reinterpret_cast<uint4*>(static_cast<T*>(rp.keyCache) + offset) = kNew;
-                *reinterpret_cast<uint4*>(static_cast<T*>(rp.valueCache) + offset) = vNew;
-            }
-        }
     }
 
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
@@ -304,9 +235,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-        Vec16<T> v;
-        if constexpr (kFuse) v = ropeNormSlice<T, D>(a.rope, qRow - sub * kVec + g * D, static_cast<const T*>(a.rope.queryNormWeight), row, sub);
-        else v = unpack16<T>(loadNc16(qRow + g * D));
+        const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
 #pragma unroll
         for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
     }
@@ -331,11 +260,6 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
             for (int s = 0; s < kSteps; ++s)
                 raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride)
                                : make_uint4(0, 0, 0, 0);
-        }
-        if constexpr (kFuse) {
-#pragma unroll
-            for (int s = 0; s < kSteps; ++s)
-                if (page * kKvBlockSize + s * kTokensPerStep + tokInStep == newest) raw[s] = kNew;
         }
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
@@ -421,7 +345,6 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         for (int s = 0; s < kSteps; ++s) {
             const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
             if (t >= end) continue;  // never multiply garbage past the context (it may be NaN)
-            if (kFuse && t == newest) raw[s] = vNew;
             const Vec16<T> v = unpack16<T>(raw[s]);
 #pragma unroll
             for (int g = 0; g < G; ++g) {
@@ -484,9 +407,8 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     mergePartitions<T, D, G>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
-// Launches the SIMT kernel for element type T. kFusable: the kFuse variants are compiled (the decode
-// launcher's), and taken when a.rope.key is set.
-template <class T, bool kFusable = false>
+// Launches the SIMT kernel for element type T.
+template <class T>
 cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream)
 {
     constexpr int kVec = kVecElems<T>;
@@ -505,14 +427,6 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
                 (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
             const bool prefetch = a.partitionLen <= kPrefetchPartition;
-            if constexpr (kFusable) {
-                if (a.rope.key) {
-                    if (a.cuSeqlensQ) return cudaErrorInvalidValue;  // decode rows only
-                    return prefetch
-                               ? launchKernel(pagedAttentionSimtKernel<T, D, G, true, true>, grid, kAttnThreads, smem, stream, a)
-                               : launchKernel(pagedAttentionSimtKernel<T, D, G, false, true>, grid, kAttnThreads, smem, stream, a);
-                }
-            }
             return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
                         : launchKernel(pagedAttentionSimtKernel<T, D, G, false>, grid, kAttnThreads, smem, stream, a);
         });

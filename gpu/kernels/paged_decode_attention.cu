@@ -31,19 +31,7 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
                                        : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
     a.numPartitions = numPartitions;
     a.scale = p.scale;
-    a.rope = p.rope;
-    if (p.rope.key) {
-        const QkNormRopeParams& r = p.rope;
-        if (!r.value || !r.keyCache || !r.valueCache || !r.slotMapping || !r.positions || !r.cosSinCache ||
-            r.maxPosition <= 0 || r.numPosAxes < 1 || r.numPosAxes > 4 || r.keyTokenStride % 8 != 0 ||
-            r.valueTokenStride % 8 != 0)
-            return cudaErrorInvalidValue;
-        int sectionSum = 0;
-        for (int i = 0; i < r.numPosAxes; ++i) sectionSum += r.sections[i];
-        if (sectionSum != p.headDim / 2) return cudaErrorInvalidValue;
-    }
-    return dispatchDType(p.dtype,
-                         [&]<class T>() { return detail::launchPagedAttentionSimt<T, true>(a, p.headDim, stream); });
+    return dispatchDType(p.dtype, [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream); });
 }
 
 }  // namespace lector::gpu

@@ -14,7 +14,6 @@
 // kv_cache_write.cuh.
 #pragma once
 
-#include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/types.h"
 
 namespace lector::gpu {
@@ -40,14 +39,6 @@ struct PagedDecodeAttentionParams {
     int maxContextLen = 0;             // host-side bound on contextLens: sizes the grid
     int partitionSize = 0;             // split-K tokens per CTA: a multiple of kKvBlockSize, or 0 = no split
     float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
-    // Optional fused QK-norm + XD-RoPE and K/V write (rope.key set; decode rows, token = sequence): query
-    // is then the raw projection output, read only, and is rotated and normed as qk_norm_rope.cuh does with
-    // rope's positions, table, weights, sections and eps; the newest key (rope.key) and value (rope.value)
-    // of each sequence are rotated / normed likewise, stored into the caches at rope.slotMapping and used
-    // in place of what the cache held in that slot. rope.query is ignored; the result equals
-    // qkNormRopeWriteKv followed by the unfused attention. One kernel per layer less, and the newest slot
-    // needs no second load under PDL.
-    QkNormRopeParams rope;
 };
 
 // Below 256 the automatic choice takes 64: one KV block per warp, the variant that loads K and V before

@@ -200,8 +200,6 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 64); }},
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
-        {"attention + qk-norm/rope + kv write fused (graph: 8192, p64)", L, [&] { gpu::pagedDecodeAttentionRope(attn, q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5, keyCache, valueCache, slots, graphTable, lens, 8192, scale, 64); }},
-        {"attention + qk-norm/rope + kv write fused (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttentionRope(attn, q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5, keyCache, valueCache, slots, graphTable, lens, 8192, scale, 256); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
@@ -310,21 +308,15 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     eagerOptions.cudaGraphs = false;
     runner::ModelRunner eager(decoder, kv, eagerOptions);
     eager.tuneLayouts();  // same layouts as the graphed runner: the columns differ by graphs only
-    // The graphs once more with QK-norm/RoPE + K/V write as their own kernel before decode attention.
-    runner::RunnerOptions unfusedOptions;
-    unfusedOptions.fuseDecodeRope = 0;
-    runner::ModelRunner unfused(decoder, kv, unfusedOptions);
-    unfused.tuneLayouts();
-    unfused.captureGraphs();
     // "queued" times 50 graphed steps issued back to back with one synchronisation at the end: the host
     // prepares each step while the device runs the previous one, as the engine's overlapped steps do.
-    std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s | graphs, queued back to back ms "
-                "| graphs, rope not fused into attention ms |\n|---|---|---|---|---|---|\n", context);
+    std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s | graphs, queued back to back ms |\n"
+                "|---|---|---|---|---|\n", context);
     for (int b : batches) {
         const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
-        double ms[3] = {0, 0, 0};
-        runner::ModelRunner* runners[3] = {&graphed, &eager, &unfused};
-        for (int r = 0; r < 3; ++r) {
+        double ms[2] = {0, 0};
+        runner::ModelRunner* runners[2] = {&graphed, &eager};
+        for (int r = 0; r < 2; ++r) {
             for (int w = 0; w < 3; ++w) sync(runners[r]->run(step));
             std::vector<double> times;
             for (int k = 0; k < 50; ++k) {
@@ -339,8 +331,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         for (int k = 0; k < 50; ++k) out = graphed.run(step);
         sync(out);
         const double queued = msSince(q0) / 50;
-        std::printf("| batch %d | %.3f | %.3f | %.0f | %.3f | %.3f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9),
-                    queued, ms[2]);
+        std::printf("| batch %d | %.3f | %.3f | %.0f | %.3f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9), queued);
     }
     std::printf("\n");
     if (device.is_cuda()) visionBackends(vision, must(preprocessImage(image, config.preprocess), "preprocess"));

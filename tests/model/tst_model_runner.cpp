@@ -148,16 +148,6 @@ LECTOR_TEST(fusedRunnerWithSkinnyProjectionsMatchesTheReference)
     checkStepByStep(options);
 }
 
-// Decode-only steps through the fused decode attention (QK-norm + RoPE + K/V write inside; on the CPU the op
-// runs its reference pair on copies of q and k), with skinny projections as on the GPU at batch 1-2.
-LECTOR_TEST(fusedDecodeRopeStepsMatchTheReference)
-{
-    runner::RunnerOptions options;
-    options.fuseDecodeRope = 1;
-    options.skinnyRows = 2;
-    checkStepByStep(options, /*deviceIds=*/true);
-}
-
 // Decode-only steps whose ids come from the device (RunnerStep::deviceTokenIds) rather than the host.
 LECTOR_TEST(decodeIdsFedFromTheDeviceMatchTheReference)
 {
