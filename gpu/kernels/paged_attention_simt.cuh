@@ -90,8 +90,9 @@ __device__ __forceinline__ float softmaxExp(float x)
 // Merges the split-K partitions of (row, KV head): each of its G query heads gets its partitions'
 // outputs weighted by exp(max_i - max) / total (flash-decoding). Reads what other CTAs wrote, through L2
 // (__ldcg, never a stale L1 line). Max and sum of every partition are loaded at once into shared memory
-// (`scratch`, scratchFloats), then each output element sums its partitions four loads at a time, so the
-// merge costs a few L2 round trips, not one per partition.
+// (`scratch`, scratchFloats); a warp per query head turns them into weights; then each thread loads 8
+// partitions of all its output elements before summing them, so the merge costs a few L2 round trips, not
+// one per partition.
 template <class T, int D, int G>
 __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int parts, T* out, float* scratch,
                                 int scratchFloats)
@@ -99,58 +100,78 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
     const Partials p = partialsOf<D>(a);
     const int64_t first = (int64_t(row) * a.numQHeads + kvHead * G) * a.numPartitions;  // + g * numPartitions
     const bool fits = 2 * G * parts <= scratchFloats;
-    float* weight = scratch;             // [G, parts]: max logit, then the normalised weight
-    float* expSum = scratch + G * parts;  // [G, parts]
-    if (fits) {
-        for (int i = threadIdx.x; i < G * parts; i += blockDim.x) {
-            const int64_t slot = first + int64_t(i / parts) * a.numPartitions + i % parts;
-            weight[i] = __ldcg(p.maxLogit + slot);
-            expSum[i] = __ldcg(p.expSum + slot);
-        }
-        __syncthreads();
-        if (threadIdx.x < G) {
-            float* w = weight + threadIdx.x * parts;
-            const float* e = expSum + threadIdx.x * parts;
-            float maxLogit = -INFINITY;
-            for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, w[i]);
-            const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
-            float total = 0.0f;
-            for (int i = 0; i < parts; ++i) total += e[i] * softmaxExp<T>(w[i] - base);
-            for (int i = 0; i < parts; ++i) w[i] = total > 0.0f ? softmaxExp<T>(w[i] - base) / total : 0.0f;
-        }
-        __syncthreads();
-    }
-    for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
-        const int g = idx / D, d = idx % D;
-        const int64_t g0 = first + int64_t(g) * a.numPartitions;
-        const float* src = p.out + g0 * D + d;
-        float v = 0.0f;
-        if (fits) {
-            const float* w = weight + g * parts;
-            float v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
-            int i = 0;
-            for (; i + 4 <= parts; i += 4) {
-                const float o0 = __ldcg(src + int64_t(i) * D), o1 = __ldcg(src + int64_t(i + 1) * D);
-                const float o2 = __ldcg(src + int64_t(i + 2) * D), o3 = __ldcg(src + int64_t(i + 3) * D);
-                v = fmaf(w[i], o0, v);
-                v1 = fmaf(w[i + 1], o1, v1);
-                v2 = fmaf(w[i + 2], o2, v2);
-                v3 = fmaf(w[i + 3], o3, v3);
-            }
-            for (; i < parts; ++i) v = fmaf(w[i], __ldcg(src + int64_t(i) * D), v);
-            v += v1 + v2 + v3;
-        } else {  // more partitions than scratch: the plain serial merge
+    if (!fits) {  // more partitions than scratch: the plain serial merge
+        for (int idx = threadIdx.x; idx < G * D; idx += kAttnThreads) {
+            const int g = idx / D, d = idx % D;
+            const int64_t g0 = first + int64_t(g) * a.numPartitions;
+            const float* src = p.out + g0 * D + d;
             float maxLogit = -INFINITY;
             for (int i = 0; i < parts; ++i) maxLogit = fmaxf(maxLogit, __ldcg(p.maxLogit + g0 + i));
             const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
-            float total = 0.0f;
-            for (int i = 0; i < parts; ++i)
-                total += __ldcg(p.expSum + g0 + i) * softmaxExp<T>(__ldcg(p.maxLogit + g0 + i) - base);
-            for (int i = 0; i < parts; ++i)
-                v += __ldcg(src + int64_t(i) * D) * softmaxExp<T>(__ldcg(p.maxLogit + g0 + i) - base);
-            v = total > 0.0f ? v / total : 0.0f;
+            float total = 0.0f, v = 0.0f;
+            for (int i = 0; i < parts; ++i) {
+                const float w = softmaxExp<T>(__ldcg(p.maxLogit + g0 + i) - base);
+                total += __ldcg(p.expSum + g0 + i) * w;
+                v += __ldcg(src + int64_t(i) * D) * w;
+            }
+            out[g * D + d] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
         }
-        out[g * D + d] = fromFloat<T>(v);
+        return;
+    }
+    float* weight = scratch;             // [G, parts]: max logit, then the normalised weight
+    float* expSum = scratch + G * parts;  // [G, parts]
+    for (int i = threadIdx.x; i < G * parts; i += kAttnThreads) {
+        const int64_t slot = first + int64_t(i / parts) * a.numPartitions + i % parts;
+        weight[i] = __ldcg(p.maxLogit + slot);
+        expSum[i] = __ldcg(p.expSum + slot);
+    }
+    __syncthreads();
+    // Weights: a warp per query head, its lanes across the partitions (each lane reads and rewrites only
+    // its own entries).
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int g = warp; g < G; g += kAttnWarps) {
+        float* w = weight + g * parts;
+        const float* e = expSum + g * parts;
+        float maxLogit = -INFINITY;
+        for (int i = lane; i < parts; i += 32) maxLogit = fmaxf(maxLogit, w[i]);
+        maxLogit = warpMax(maxLogit);
+        const float base = maxLogit == -INFINITY ? 0.0f : maxLogit;
+        float total = 0.0f;
+        for (int i = lane; i < parts; i += 32) total += e[i] * softmaxExp<T>(w[i] - base);
+        total = warpSum(total);
+        for (int i = lane; i < parts; i += 32) w[i] = total > 0.0f ? softmaxExp<T>(w[i] - base) / total : 0.0f;
+    }
+    __syncthreads();
+    // Outputs: each thread owns kPer (head, dim) elements and loads kChunk partitions of all of them before
+    // the first FMA, so the merge waits on L2 about parts / kChunk times, not once per partition.
+    constexpr int kPer = (G * D + kAttnThreads - 1) / kAttnThreads;
+    constexpr int kChunk = 8;
+    float acc[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
+    for (int i0 = 0; i0 < parts; i0 += kChunk) {
+        float o[kPer][kChunk];
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+            const int idx = threadIdx.x + k * kAttnThreads;
+            const int g = idx / D, d = idx % D;
+            const float* src = p.out + (first + int64_t(g) * a.numPartitions + i0) * D + d;
+#pragma unroll
+            for (int u = 0; u < kChunk; ++u)
+                o[k][u] = idx < G * D && i0 + u < parts ? __ldcg(src + int64_t(u) * D) : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+            const int g = (threadIdx.x + k * kAttnThreads) / D;
+#pragma unroll
+            for (int u = 0; u < kChunk; ++u)
+                if (g < G && i0 + u < parts) acc[k] = fmaf(weight[g * parts + i0 + u], o[k][u], acc[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+        const int idx = threadIdx.x + k * kAttnThreads;
+        if (idx < G * D) out[idx] = fromFloat<T>(acc[k]);
     }
 }
 
