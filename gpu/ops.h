@@ -68,6 +68,8 @@ void fusedAddRmsNorm(const at::Tensor& out, const at::Tensor& residual, const at
 // axis owning sections[a] frequencies), then per-head RMSNorm with the given [headDim] weights
 // (undefined tensors: no norm). query: [numTokens, numQHeads, headDim], key: [numTokens, numKvHeads,
 // headDim] (any token stride); cosSinCache: [maxPosition, headDim] float32 (cos | sin halves).
+// Under PDL it reads positions (and the slots of qkNormRopeWriteKv) before waiting for the previous
+// kernel, like decode attention's block table: they must not be written by the kernel just before it.
 void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor& positions,
                 const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
                 const std::vector<int>& sections, double eps);

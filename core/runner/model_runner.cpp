@@ -157,7 +157,10 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
 
 at::Tensor ModelRunner::embedRows(const Metadata& meta, const at::Tensor& promptEmbeds) const
 {
-    at::Tensor x = at::embedding(m_decoder.embedTokens(), meta.ids.clamp_min(0));  // [n, hidden]
+    // Prompt rows carry id -1 (their rows come from promptEmbeds); without them every id is a real token,
+    // and a decode step skips the clamp kernel.
+    const at::Tensor ids = meta.promptRows.defined() ? meta.ids.clamp_min(0) : meta.ids;
+    at::Tensor x = at::embedding(m_decoder.embedTokens(), ids);  // [n, hidden]
     if (meta.promptRows.defined()) {
         LECTOR_ASSERT(promptEmbeds.defined() && promptEmbeds.size(0) == meta.promptRows.size(0));
         x.index_copy_(0, meta.promptRows, promptEmbeds.to(x.scalar_type()));

@@ -20,31 +20,52 @@ __device__ __forceinline__ int64_t positionOf(const QkNormRopeParams& p, int axi
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
 {
-    gridDependencyWait();
-    allowDependentLaunch();
     constexpr int kHalf = D / 2;
     constexpr int kPairsPerLane = (kHalf + 31) / 32;
     const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
     const int headsPerToken = p.numQHeads + p.numKvHeads;
-    if (item >= int64_t(p.numTokens) * headsPerToken) return;  // warp-uniform
+    if (item >= int64_t(p.numTokens) * headsPerToken) return;  // warp-uniform; nothing to wait for
     const int64_t token = item / headsPerToken;
     const int head = static_cast<int>(item % headsPerToken);
     const bool isQuery = head < p.numQHeads;
-    T* x = isQuery ? static_cast<T*>(p.query) + token * p.queryTokenStride + int64_t(head) * D
-                   : static_cast<T*>(p.key) + token * p.keyTokenStride + int64_t(head - p.numQHeads) * D;
-    const T* w = static_cast<const T*>(isQuery ? p.queryNormWeight : p.keyNormWeight);
     const int lane = threadIdx.x & 31;
-    // Cache row of this key head (the fused KV write), or null.
-    T* keyDst = nullptr;
+    // Before waiting for the previous kernel (under PDL): everything that is a step input or a constant —
+    // positions, the rotation table, the norm weights, the cache slot. Only q, k and v come from it.
+    const T* w = static_cast<const T*>(isQuery ? p.queryNormWeight : p.keyNormWeight);
+    float c[kPairsPerLane], s[kPairsPerLane], w1[kPairsPerLane], w2[kPairsPerLane];
+#pragma unroll
+    for (int i = 0; i < kPairsPerLane; ++i) {
+        const int j = lane + 32 * i;
+        c[i] = s[i] = 0.0f;
+        w1[i] = w2[i] = 1.0f;
+        if (j >= kHalf) continue;
+        int axis = 0;
+        for (int bound = p.sections[0]; axis + 1 < p.numPosAxes && j >= bound; bound += p.sections[axis + 1]) ++axis;
+        const float* cs = p.cosSinCache + positionOf(p, axis, token) * D;
+        c[i] = cs[j];
+        s[i] = cs[kHalf + j];
+        if (w) {
+            w1[i] = toFloat(w[j]);
+            w2[i] = toFloat(w[kHalf + j]);
+        }
+    }
+    T* keyDst = nullptr;  // cache row of this key head (the fused KV write), or null
+    T* valueDst = nullptr;
     if (!isQuery && p.keyCache) {
         const int64_t slot = p.slotMapping[token];
         if (slot >= 0 && slot < p.numCacheSlots) {
             const int64_t offset = (slot * p.numKvHeads + (head - p.numQHeads)) * D;
             keyDst = static_cast<T*>(p.keyCache) + offset;
-            const T* v = static_cast<const T*>(p.value) + token * p.valueTokenStride + int64_t(head - p.numQHeads) * D;
-            T* valueDst = static_cast<T*>(p.valueCache) + offset;
-            for (int j = lane; j < D; j += 32) valueDst[j] = v[j];
+            valueDst = static_cast<T*>(p.valueCache) + offset;
         }
+    }
+    gridDependencyWait();
+    allowDependentLaunch();
+    T* x = isQuery ? static_cast<T*>(p.query) + token * p.queryTokenStride + int64_t(head) * D
+                   : static_cast<T*>(p.key) + token * p.keyTokenStride + int64_t(head - p.numQHeads) * D;
+    if (valueDst) {
+        const T* v = static_cast<const T*>(p.value) + token * p.valueTokenStride + int64_t(head - p.numQHeads) * D;
+        for (int j = lane; j < D; j += 32) valueDst[j] = v[j];
     }
 
     float y1[kPairsPerLane], y2[kPairsPerLane];
@@ -54,13 +75,9 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
         const int j = lane + 32 * i;
         y1[i] = y2[i] = 0.0f;
         if (j >= kHalf) continue;
-        int axis = 0;
-        for (int bound = p.sections[0]; axis + 1 < p.numPosAxes && j >= bound; bound += p.sections[axis + 1]) ++axis;
-        const float* cs = p.cosSinCache + positionOf(p, axis, token) * D;
-        const float c = cs[j], s = cs[kHalf + j];
         const float x1 = toFloat(x[j]), x2 = toFloat(x[kHalf + j]);
-        y1[i] = x1 * c - x2 * s;
-        y2[i] = x2 * c + x1 * s;
+        y1[i] = x1 * c[i] - x2 * s[i];
+        y2[i] = x2 * c[i] + x1 * s[i];
         sumSq += y1[i] * y1[i] + y2[i] * y2[i];
     }
     const float inv = w ? rsqrtf(warpSum(sumSq) / D + p.eps) : 1.0f;
@@ -68,8 +85,8 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
     for (int i = 0; i < kPairsPerLane; ++i) {
         const int j = lane + 32 * i;
         if (j >= kHalf) continue;
-        const T a = fromFloat<T>(y1[i] * inv * (w ? toFloat(w[j]) : 1.0f));
-        const T b = fromFloat<T>(y2[i] * inv * (w ? toFloat(w[kHalf + j]) : 1.0f));
+        const T a = fromFloat<T>(y1[i] * inv * w1[i]);
+        const T b = fromFloat<T>(y2[i] * inv * w2[i]);
         x[j] = a;
         x[kHalf + j] = b;
         if (keyDst) {

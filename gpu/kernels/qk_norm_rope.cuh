@@ -4,6 +4,9 @@
 // by axis 0 (p), [16,32) by axis 1 (w), [32,48) by h, [48,64) by t. Neox (rotate-half) pairing:
 // dim j pairs with j + headDim/2. Plain 1-D RoPE is numPosAxes = 1, sections {headDim/2}.
 // Engine thread, once per layer, on the q/k views of the fused QKV projection.
+// PDL contract (common.cuh): positions, slotMapping, the table and the weights are read before waiting for
+// the previous kernel (step inputs come from host-to-device copies, which a kernel never overlaps); only
+// query, key and value may be written by the kernel just before it.
 //
 // With keyCache set, the same kernel also writes the new tokens' K (after rotation and norm) and V into
 // the paged KV cache at slotMapping (what kv_cache_write.cuh does on its own): one launch less per layer,
