@@ -2,7 +2,7 @@
 # One GPU-machine run of the HunyuanOCR serving engine (issue 4) on the --size full random model of
 # tools/hunyuan_reference.py, float16, 1024x1024 page (1058 image tokens), 256 forced new tokens:
 #   - transformers in the same run: generate() at batch 1 and 32, and the compiled static-cache decode step
-#     (run while we build, before any timing of ours);
+#     (run while we build, before any timing of ours, on 4 cores of their own);
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
