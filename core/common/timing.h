@@ -6,10 +6,16 @@
 
 namespace lector {
 
+// Milliseconds from t0 to t1 on the steady clock.
+inline double msBetween(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1)
+{
+    return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
 // Milliseconds from t0 to now on the steady clock.
 inline double msSince(std::chrono::steady_clock::time_point t0)
 {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return msBetween(t0, std::chrono::steady_clock::now());
 }
 
 }  // namespace lector

@@ -177,7 +177,7 @@ struct HunyuanBackend::Sequence {
 struct HunyuanBackend::Launched {
     std::vector<SeqId> ids;            // sampled sequences, in row order
     std::vector<int> hostTokens;       // drawn on the host (top-p), -1 where the device draws
-    std::vector<size_t> deviceRows;    // indices into ids drawn on the device, in the sampler's row order
+    std::vector<std::int64_t> deviceRows;  // indices into ids drawn on the device, in the sampler's row order
     runner::PendingTokens device;
     bool chainable = false;            // decode-only and every token drawn on the device
 };
@@ -507,13 +507,13 @@ HunyuanBackend::Launched HunyuanBackend::launchSample(const std::vector<SeqId>& 
         d.seed = static_cast<std::int64_t>(sp.seed);
         d.offset = seq.loop->result().timings.numNewTokens + ahead;  // the draw counter of this token
         onDevice.push_back(d);
-        out.deviceRows.push_back(k);
+        out.deviceRows.push_back(static_cast<std::int64_t>(k));
     }
     if (!onDevice.empty()) {
         const bool all = onDevice.size() == ids.size();
-        std::vector<std::int64_t> rows(out.deviceRows.begin(), out.deviceRows.end());
         const at::Tensor sampled =
-            all ? logits : logits.index_select(0, at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(logits.device()));
+            all ? logits
+                : logits.index_select(0, at::tensor(out.deviceRows, at::TensorOptions().dtype(at::kLong)).to(logits.device()));
         out.device = m_sampler->sampleAsync(sampled, onDevice);
     }
     return out;
@@ -546,7 +546,7 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
     std::vector<int> next = launched.hostTokens;
     if (!launched.deviceRows.empty()) {
         const std::vector<std::int64_t> tokens = launched.device.get();  // waits for this step alone
-        for (size_t j = 0; j < tokens.size(); ++j) next[launched.deviceRows[j]] = static_cast<int>(tokens[j]);
+        for (size_t j = 0; j < tokens.size(); ++j) next[static_cast<size_t>(launched.deviceRows[j])] = static_cast<int>(tokens[j]);
     }
     const auto now = Clock::now();
     for (size_t k = 0; k < launched.ids.size(); ++k) {
@@ -569,11 +569,11 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
             return !state.cancelled();
         };
         if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
-            seq.prefillMs = std::chrono::duration<double, std::milli>(now - seq.prefillStart).count();
+            seq.prefillMs = msBetween(seq.prefillStart, now);
             seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
         } else {
             // Decode time is what the user waits between tokens, scheduling and host work included.
-            seq.decodeMs += std::chrono::duration<double, std::milli>(now - seq.lastTokenAt).count();
+            seq.decodeMs += msBetween(seq.lastTokenAt, now);
             ++seq.loop->result().timings.numDecodeSteps;
         }
         seq.lastTokenAt = now;

@@ -1,14 +1,9 @@
 #include "core/engine/request_state.h"
 
 #include "core/common/log.h"
+#include "core/common/timing.h"
 
 namespace lector::engine {
-namespace {
-double msBetween(Clock::time_point a, Clock::time_point b)
-{
-    return std::chrono::duration<double, std::milli>(b - a).count();
-}
-}  // namespace
 
 RequestState::RequestState(RequestId id, Request request, Callbacks callbacks, std::function<void()> onDone)
     : m_id(id), m_request(std::move(request)), m_callbacks(std::move(callbacks)), m_onDone(std::move(onDone)),
