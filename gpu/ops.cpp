@@ -577,7 +577,7 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input)
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
                   const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
-                  const at::Tensor& presenceRows)
+                  const at::Tensor& presenceRows, const at::Tensor& scratch)
 {
     const char* op = "sampleTokens";
     const DType dtype = dtypeOf(logits, op, "logits");
@@ -628,7 +628,28 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
     p.numSeqs = toInt(numSeqs, op, "numSeqs");
     p.vocabSize = toInt(logits.size(1), op, "vocab");
     p.updatePresence = updatePresence;
+    at::Tensor words;  // keeps a scratch allocated here alive until the launch is queued
+    if (logits.is_cuda()) {
+        p.slices = sampleTokensSlices(p.numSeqs, p.vocabSize);
+        const int64_t need = gpu::sampleTokensScratchWords(p.numSeqs, p.vocabSize);
+        if (need > 0) {
+            if (scratch.defined()) {
+                checkAux(scratch, logits, at::kLong, 1, op, "scratch");
+                TORCH_CHECK(scratch.size(0) >= need, op, ": scratch needs ", need, " words, got ", scratch.size(0));
+                words = scratch;
+            } else {
+                words = at::zeros({need}, logits.options().dtype(at::kLong));
+            }
+            p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
+        }
+    }
     dispatch(logits, op, p, LECTOR_LAUNCHER(launchSampleTokens), &ref::sampleTokensRef);
+}
+
+int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab)
+{
+    const int n = toInt(numSeqs, "sampleScratchWords", "numSeqs");
+    return gpu::sampleTokensScratchWords(n, toInt(vocab, "sampleScratchWords", "vocab"));
 }
 
 }  // namespace lector::gpu

@@ -106,9 +106,14 @@ void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, cons
 // temperature, repetitionPenalty: [numSeqs] float32; topK: [numSeqs] int32; seeds, offsets:
 // [numSeqs] int64. With updatePresence the chosen token is marked in presence. With presenceRows
 // ([numSeqs] int64, distinct), sequence s uses presence row presenceRows[s] of a [rows, vocab] table.
+// On CUDA a sequence's argmax is split over several CTAs (sampleTokensSlices), which meet in a scratch
+// of int64 words: pass one that starts as zeros and is kept across calls (the kernel leaves it zero
+// again; sampleScratchWords(numSeqs, vocab) words at least), or none and each call allocates one.
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
                   const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
-                  const at::Tensor& presenceRows = at::Tensor());
+                  const at::Tensor& presenceRows = at::Tensor(), const at::Tensor& scratch = at::Tensor());
+// Scratch words sampleTokens needs for numSeqs sequences of `vocab` logits on CUDA.
+int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab);
 
 }  // namespace lector::gpu

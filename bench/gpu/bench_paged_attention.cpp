@@ -268,27 +268,36 @@ void smallKernelsTable(Report& r)
                 vc.view({-1, 8, 128}).index_copy_(0, slots, vv);
             });
     }
-    const at::Tensor logits = at::randn({64, 120818}, opts.dtype(at::kFloat)) * 4;
-    const at::Tensor presence = (at::rand({64, 120818}, opts.dtype(at::kFloat)) < 0.01).to(at::kByte);
-    const at::Tensor tokens = at::empty({64}, opts.dtype(at::kLong));
-    const at::Tensor pen = at::full({64}, 1.03f, opts.dtype(at::kFloat));
-    const at::Tensor seeds = at::arange(64, opts.dtype(at::kLong)), offsets = at::zeros({64}, opts.dtype(at::kLong));
-    for (int k : {1, 50}) {
-        const at::Tensor temp = at::full({64}, k == 1 ? 0.0f : 0.8f, opts.dtype(at::kFloat));
-        const at::Tensor topK = at::full({64}, k, opts.dtype(at::kInt));
-        row(k == 1 ? "greedy + penalty, 64 x 120818 fp32 logits" : "top-50 sampling + penalty, 64 x 120818",
-            [&] { lector::gpu::sampleTokens(tokens, logits, presence, temp, topK, pen, seeds, offsets, false); },
-            [&] {
-                const at::Tensor l = at::where(presence.to(at::kBool), at::where(logits > 0, logits / 1.03, logits * 1.03),
-                                               logits);
-                if (k == 1) {
-                    (void)l.argmax(1);
-                } else {
-                    const auto top = l.topk(50, 1);
-                    const at::Tensor p = at::softmax(std::get<0>(top) / 0.8, 1);
-                    (void)std::get<1>(top).gather(1, at::multinomial(p, 1));
-                }
-            });
+    // Sampling at 1, 64 and 256 sequences (the vocabulary is split over 30, 5 and 2 CTAs per sequence).
+    for (int rows : {1, 64, 256}) {
+        const at::Tensor logits = at::randn({rows, 120818}, opts.dtype(at::kFloat)) * 4;
+        const at::Tensor presence = (at::rand({rows, 120818}, opts.dtype(at::kFloat)) < 0.01).to(at::kByte);
+        const at::Tensor tokens = at::empty({rows}, opts.dtype(at::kLong));
+        const at::Tensor pen = at::full({rows}, 1.03f, opts.dtype(at::kFloat));
+        const at::Tensor seeds = at::arange(rows, opts.dtype(at::kLong)), offsets = at::zeros({rows}, opts.dtype(at::kLong));
+        const at::Tensor scratch = at::zeros({lector::gpu::sampleScratchWords(rows, 120818)}, opts.dtype(at::kLong));
+        for (int k : {1, 50}) {
+            if (k == 50 && rows != 64) continue;
+            const at::Tensor temp = at::full({rows}, k == 1 ? 0.0f : 0.8f, opts.dtype(at::kFloat));
+            const at::Tensor topK = at::full({rows}, k, opts.dtype(at::kInt));
+            const std::string shape = std::to_string(rows) + " x 120818";
+            row(k == 1 ? "greedy + penalty, " + shape + " fp32 logits" : "top-50 sampling + penalty, " + shape,
+                [&] {
+                    lector::gpu::sampleTokens(tokens, logits, presence, temp, topK, pen, seeds, offsets, false,
+                                              at::Tensor(), scratch.numel() > 0 ? scratch : at::Tensor());
+                },
+                [&] {
+                    const at::Tensor l = at::where(presence.to(at::kBool),
+                                                   at::where(logits > 0, logits / 1.03, logits * 1.03), logits);
+                    if (k == 1) {
+                        (void)l.argmax(1);
+                    } else {
+                        const auto top = l.topk(50, 1);
+                        const at::Tensor p = at::softmax(std::get<0>(top) / 0.8, 1);
+                        (void)std::get<1>(top).gather(1, at::multinomial(p, 1));
+                    }
+                });
+        }
     }
 }
 

@@ -90,8 +90,12 @@ PendingTokens DeviceSampler::sampleAsync(const at::Tensor& logits, const std::ve
     const at::Tensor df = d.narrow(0, 24 * S, 8 * S).view(at::kFloat);
     const at::Tensor topK = d.narrow(0, 32 * S, 4 * S).view(at::kInt);
     at::Tensor tokens = at::empty({S}, at::TensorOptions().dtype(at::kLong).device(m_device));
+    const std::int64_t words = m_device.is_cuda() ? gpu::sampleScratchWords(S, m_vocab) : 0;
+    if (words > 0 && (!m_scratch.defined() || m_scratch.numel() < words))
+        m_scratch = at::zeros({words}, at::TensorOptions().dtype(at::kLong).device(m_device));
     gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
-                      d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S));
+                      d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S),
+                      words > 0 ? m_scratch : at::Tensor());
     PendingTokens out;
     out.m_host = at::empty({S}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned));
     out.m_host.copy_(tokens, /*non_blocking=*/true);

@@ -59,6 +59,7 @@ private:
     std::int64_t m_vocab;
     at::Device m_device;
     at::Tensor m_presence;  // [capacity, vocab] uint8
+    at::Tensor m_scratch;   // int64 zeros between calls: the kernel's per-sequence tickets and partials
     std::vector<int> m_freeRows;
 };
 

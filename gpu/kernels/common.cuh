@@ -30,10 +30,14 @@ namespace lector::gpu {
 // gridDependencyWait() — which returns once the predecessor has completed and its writes are visible —
 // and the skinny GEMM uses that time to start loading its weights. Rules for every kernel launched
 // through launchKernel(): call gridDependencyWait() before reading anything an earlier kernel writes
-// and before writing anything (an earlier kernel may still read it); only immutable data (weights) may
-// be read before it. allowDependentLaunch() lets the next kernel launch once every CTA of this one
-// has called it (we call it right after the wait, so at most one kernel waits ahead). Both are no-ops
-// below sm_90 or when the kernel was launched without the attribute. LECTOR_PDL=0 turns PDL off.
+// and before writing anything (an earlier kernel may still read it); only immutable data (weights) and
+// the step's inputs (host-to-device copies, which precede the step's kernels) may be read before it.
+// allowDependentLaunch() lets the next kernel launch once every CTA of this one has called it or
+// exited. We call it right after the wait, so at most one kernel waits ahead. Calling it first thing
+// instead (a chain of kernels loading weights ahead) was no faster: decode step at batch 1 0.692 ms
+// queued against 0.688-0.693 without it, and at 8-256 sequences no better than the +-5 % the runs vary
+// by (H200, runs 17-20, docs/perf.md). Both are no-ops below sm_90 or when the kernel was launched
+// without the attribute. LECTOR_PDL=0 turns PDL off.
 
 __device__ __forceinline__ void gridDependencyWait()
 {

@@ -118,6 +118,25 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
         }
         return;
     }
+    // Outputs: each thread owns kPer (head, dim) elements and loads kChunk partitions of all of them before
+    // the first FMA, so the merge waits on L2 about parts / kChunk times, not once per partition. The
+    // first chunk's loads are issued before the max/sum loads and the weights (they do not depend on
+    // them), so at a few dozen partitions the whole merge waits on L2 about once.
+    constexpr int kPer = (G * D + kAttnThreads - 1) / kAttnThreads;
+    constexpr int kChunk = kPer <= 1 ? 32 : kPer <= 2 ? 24 : 8;  // <= 48 registers of loads in flight
+    float o[kPer][kChunk];
+    auto loadChunk = [&](int i0) {
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+            const int idx = threadIdx.x + k * kAttnThreads;
+            const int g = idx / D, d = idx % D;
+            const float* src = p.out + (first + int64_t(g) * a.numPartitions + i0) * D + d;
+#pragma unroll
+            for (int u = 0; u < kChunk; ++u)
+                o[k][u] = idx < G * D && i0 + u < parts ? __ldcg(src + int64_t(u) * D) : 0.0f;
+        }
+    };
+    loadChunk(0);
     float* weight = scratch;             // [G, parts]: max logit, then the normalised weight
     float* expSum = scratch + G * parts;  // [G, parts]
     for (int i = threadIdx.x; i < G * parts; i += kAttnThreads) {
@@ -142,24 +161,11 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
         for (int i = lane; i < parts; i += 32) w[i] = total > 0.0f ? softmaxExp<T>(w[i] - base) / total : 0.0f;
     }
     __syncthreads();
-    // Outputs: each thread owns kPer (head, dim) elements and loads kChunk partitions of all of them before
-    // the first FMA, so the merge waits on L2 about parts / kChunk times, not once per partition.
-    constexpr int kPer = (G * D + kAttnThreads - 1) / kAttnThreads;
-    constexpr int kChunk = 8;
     float acc[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
     for (int i0 = 0; i0 < parts; i0 += kChunk) {
-        float o[kPer][kChunk];
-#pragma unroll
-        for (int k = 0; k < kPer; ++k) {
-            const int idx = threadIdx.x + k * kAttnThreads;
-            const int g = idx / D, d = idx % D;
-            const float* src = p.out + (first + int64_t(g) * a.numPartitions + i0) * D + d;
-#pragma unroll
-            for (int u = 0; u < kChunk; ++u)
-                o[k][u] = idx < G * D && i0 + u < parts ? __ldcg(src + int64_t(u) * D) : 0.0f;
-        }
+        if (i0 > 0) loadChunk(i0);
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
             const int g = (threadIdx.x + k * kAttnThreads) / D;

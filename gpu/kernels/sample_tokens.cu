@@ -1,7 +1,9 @@
-// Sampling: one CTA of 512 threads per sequence; every pass streams the sequence's logits (and
-// presence bytes) from L2 in chunks of 512 x 8 elements, all 8 loads of a thread issued before use,
-// recomputing the penalty instead of storing penalized logits.
-//   1. argmax by ordered key, first index on ties (greedy ends here; it also gives the max logit);
+// Sampling: CTAs of 512 threads, `slices` per sequence; every pass streams logits (and presence bytes)
+// from L2 in chunks of 512 x 8 elements, all 8 loads of a thread issued before use, recomputing the
+// penalty instead of storing penalized logits.
+//   1. argmax by ordered key, first index on ties, each CTA over its slice; the last CTA of the
+//      sequence to finish reduces the slices' results (greedy ends here; it also gives the max logit);
+//      that CTA alone goes on with 2 and 3 over the whole vocabulary;
 //   2. top-k only: radix select, 4 passes of 8 bits over the ordered keys (warp-aggregated shared
 //      histogram updates), finds the k-th largest key and how many ties at it are still wanted;
 //   3. top-k only: the total weight is a plain reduction (all ties share one weight); the draw walks
@@ -19,6 +21,7 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kItems = 8;                    // tokens per thread per chunk
 constexpr int kChunk = kThreads * kItems;
+static_assert(kChunk == kSampleChunkTokens, "slices are whole passes");
 constexpr int kNoHit = 0x7fffffff;
 
 struct MaxU64 {
@@ -67,13 +70,28 @@ __device__ __forceinline__ float keyValue(uint32_t key)
     return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
 }
 
-template <class T>
-__device__ __forceinline__ int argmaxOf(const SeqView<T>& view, void* tempStorage)
+// The block's largest of v (every thread gets it).
+__device__ __forceinline__ unsigned long long blockMax(unsigned long long v, void* tempStorage)
 {
     using ScanU64 = cub::BlockScan<unsigned long long, kThreads>;
-    // (key << 32) | ~index: the larger key wins and, among equal keys, the lower index.
+    unsigned long long all;
+    ScanU64(*static_cast<typename ScanU64::TempStorage*>(tempStorage)).InclusiveScan(v, v, MaxU64(), all);
+    __syncthreads();
+    return all;
+}
+
+__device__ __forceinline__ int tokenOf(unsigned long long best)
+{
+    return static_cast<int>(~static_cast<uint32_t>(best & 0xffffffffull));
+}
+
+// Best of tokens [begin, view.n) as (key << 32) | ~index: the larger key wins and, among equal keys,
+// the lower index, so the best of several ranges is their plain maximum.
+template <class T>
+__device__ __forceinline__ unsigned long long argmaxKey(const SeqView<T>& view, int begin, void* tempStorage)
+{
     unsigned long long best = 0;
-    for (int base = 0; base < view.n; base += kChunk) {
+    for (int base = begin; base < view.n; base += kChunk) {
         float l[kItems];
         int idx[kItems];
         view.template load<false>(base, l, idx);
@@ -85,10 +103,7 @@ __device__ __forceinline__ int argmaxOf(const SeqView<T>& view, void* tempStorag
             best = c > best ? c : best;
         }
     }
-    unsigned long long all;
-    ScanU64(*static_cast<typename ScanU64::TempStorage*>(tempStorage)).InclusiveScan(best, best, MaxU64(), all);
-    __syncthreads();
-    return static_cast<int>(~static_cast<uint32_t>(all & 0xffffffffull));
+    return blockMax(best, tempStorage);
 }
 
 struct KthKey {
@@ -157,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParam
     __shared__ int sRemaining, sHit, sLast;
     __shared__ float sTotal;
 
-    const int seq = blockIdx.x, tid = threadIdx.x, n = p.vocabSize;
+    const int seq = blockIdx.y, slice = blockIdx.x, tid = threadIdx.x, n = p.vocabSize;
     const int64_t presenceRow = p.presenceRows ? p.presenceRows[seq] : seq;
     uint8_t* present = p.presence ? p.presence + presenceRow * p.presenceStride : nullptr;
     const SeqView<T> view{static_cast<const T*>(p.logits) + seq * p.logitsStride, present,
@@ -166,7 +181,31 @@ __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParam
     const int topK = p.topK ? p.topK[seq] : 0;
     const int k = topK <= 0 || topK >= n ? n : topK;
 
-    int token = argmaxOf(view, &tmp.u64);
+    int token;
+    if (p.slices == 1) {
+        token = tokenOf(argmaxKey(view, 0, &tmp.u64));
+    } else {
+        // This CTA's stretch of whole passes; its best goes to the scratch, and the sequence's last CTA
+        // to finish takes over.
+        const int sliceLen = (((n + kChunk - 1) / kChunk + p.slices - 1) / p.slices) * kChunk;
+        const int begin = slice * sliceLen;
+        SeqView<T> part = view;
+        part.n = min(n, begin + sliceLen);
+        const unsigned long long best = argmaxKey(part, begin, &tmp.u64);
+        unsigned long long* ticket = p.scratch + int64_t(seq) * sampleTokensScratchStride(n);
+        unsigned long long* partials = ticket + 1;
+        __shared__ bool isLast;
+        if (tid == 0) {
+            partials[slice] = best;
+            __threadfence();  // the partial is visible device-wide before the ticket counts it
+            isLast = atomicAdd(ticket, 1ull) == static_cast<unsigned long long>(p.slices - 1);
+            if (isLast) *ticket = 0;  // every slice has counted: ready for the next launch
+        }
+        __syncthreads();
+        if (!isLast) return;
+        __threadfence();
+        token = tokenOf(blockMax(tid < p.slices ? __ldcg(partials + tid) : 0ull, &tmp.u64));
+    }
     if (!(temperature <= 0.0f || k == 1)) {
         const KthKey kth = k < n ? radixSelect(view, k, hist, &sPrefix, &sRemaining) : KthKey{0u, n};
         const float maxLogit = view.logit(token);
@@ -249,10 +288,14 @@ __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParam
 
 cudaError_t launchSampleTokens(const SampleTokensParams& p, cudaStream_t stream)
 {
-    if (p.numSeqs < 0 || p.vocabSize <= 0 || !p.outTokens) return cudaErrorInvalidValue;
+    if (p.numSeqs < 0 || p.numSeqs > 65535 || p.vocabSize <= 0 || !p.outTokens) return cudaErrorInvalidValue;
+    if (p.slices < 1 || p.slices > kThreads || (p.slices > 1 && !p.scratch)) return cudaErrorInvalidValue;
     if (p.numSeqs == 0) return cudaSuccess;
+    // Every slice must own at least one token: the kernel's slice length is whole passes.
+    const int chunks = (p.vocabSize + kChunk - 1) / kChunk;
+    if (p.slices > 1 && (p.slices - 1) * ((chunks + p.slices - 1) / p.slices) >= chunks) return cudaErrorInvalidValue;
     return dispatchDType(p.dtype, [&]<class T>() {
-        return launchKernel(sampleTokensKernel<T>, p.numSeqs, kThreads, 0, stream, p);
+        return launchKernel(sampleTokensKernel<T>, dim3(p.slices, p.numSeqs), kThreads, 0, stream, p);
     });
 }
 

@@ -1,7 +1,13 @@
-// Next-token choice on the device, one sequence per CTA: repetition penalty over a per-sequence
+// Next-token choice on the device: repetition penalty over a per-sequence
 // token-presence mask (HF semantics: a present token's logit l becomes l / penalty if l > 0, else
 // l * penalty), then greedy argmax or top-k sampling at a temperature. Optionally marks the chosen
 // token present, so the mask stays current without a host round trip. Engine thread, once per step.
+//
+// A sequence's argmax is split over `slices` CTAs, each over one stretch of the vocabulary: one CTA
+// streaming 120818 logits waits on L2 about 30 times in a row (~20 us), which at few sequences is most
+// of the kernel. Each CTA leaves its best in the scratch; the last of the sequence's CTAs to finish
+// (a ticket per sequence, returned to zero by that CTA) reduces them and, for top-k, samples over the
+// whole vocabulary alone. sampleTokensSlices() picks the split from the batch size.
 //
 // Top-k picks exactly k tokens: all whose penalized logit is above the k-th largest, then ties at
 // the k-th value in vocabulary order. The draw u in [0, 1) comes from uniformDraw(seed, offset), a
@@ -30,7 +36,42 @@ struct SampleTokensParams {
     int numSeqs = 0;
     int vocabSize = 0;
     bool updatePresence = false;          // set presence[s][token] = 1 after choosing
+    // CTAs per sequence (>= 1). Above 1, scratch holds sampleTokensScratchWords(numSeqs, vocabSize)
+    // words: per sequence a ticket, zero before the launch and again after it, then the slices' results.
+    // The tickets sit at fixed places whatever numSeqs and slices are, so one zeroed scratch serves every
+    // launch over this vocabulary.
+    int slices = 1;
+    unsigned long long* scratch = nullptr;
 };
+
+// Tokens per CTA pass of the sampling kernel (512 threads x 8) and CTAs aimed for across the GPU (two
+// per multiprocessor of an H100/H200); a slice is a whole number of passes.
+constexpr int kSampleChunkTokens = 4096;
+constexpr int kSampleTargetCtas = 264;
+
+LECTOR_HD inline int sampleTokensSlices(int numSeqs, int vocabSize)
+{
+    if (numSeqs <= 0 || vocabSize <= 0) return 1;
+    const int chunks = (vocabSize + kSampleChunkTokens - 1) / kSampleChunkTokens;
+    const int wanted = (kSampleTargetCtas + numSeqs - 1) / numSeqs;
+    const int slices = wanted < chunks ? wanted : chunks;
+    if (slices <= 1) return 1;
+    // Whole passes per slice; drop slices the rounding left empty.
+    const int chunksPerSlice = (chunks + slices - 1) / slices;
+    return (chunks + chunksPerSlice - 1) / chunksPerSlice;
+}
+
+// Scratch words per sequence: its ticket, then room for the most slices this vocabulary can have.
+LECTOR_HD inline int sampleTokensScratchStride(int vocabSize)
+{
+    return 1 + (vocabSize + kSampleChunkTokens - 1) / kSampleChunkTokens;
+}
+
+// Scratch words of a launch over numSeqs sequences ([numSeqs, stride]); 0 when it does not split.
+LECTOR_HD inline int64_t sampleTokensScratchWords(int numSeqs, int vocabSize)
+{
+    return sampleTokensSlices(numSeqs, vocabSize) > 1 ? int64_t(numSeqs) * sampleTokensScratchStride(vocabSize) : 0;
+}
 
 // splitmix64 finaliser.
 LECTOR_HD inline uint64_t mix64(uint64_t z)

@@ -212,6 +212,26 @@ LECTOR_TEST(presenceRowsSelectEachSequencesRow)
     }
 }
 
+// The split of the vocabulary over CTAs: one CTA per sequence from 264 sequences on, at most one per
+// 4096-token pass, and never a slice without tokens (the launcher refuses those).
+LECTOR_TEST(vocabularySplitLeavesNoSliceEmpty)
+{
+    using lector::gpu::sampleTokensSlices;
+    LECTOR_CHECK_EQ(sampleTokensSlices(1, kVocab), 30);   // 30 passes of 4096 tokens cover 120818
+    LECTOR_CHECK_EQ(sampleTokensSlices(32, kVocab), 8);   // 9 wanted; 4 passes each need only 8
+    LECTOR_CHECK_EQ(sampleTokensSlices(264, kVocab), 1);
+    LECTOR_CHECK_EQ(sampleTokensSlices(1, 100), 1);
+    for (int vocab : {1, 4095, 4096, 4097, 50000, kVocab, 262144}) {
+        const int chunks = (vocab + 4095) / 4096;
+        for (int n = 1; n <= 300; ++n) {
+            const int s = sampleTokensSlices(n, vocab);
+            LECTOR_CHECK(s >= 1 && s <= chunks);
+            const int perSlice = (chunks + s - 1) / s;  // the kernel's slice length, in passes
+            LECTOR_CHECK_MSG((s - 1) * perSlice < chunks, "vocab " << vocab << ", " << n << " sequences: empty slice");
+        }
+    }
+}
+
 #ifdef LECTOR_HAVE_CUDA
 
 LECTOR_TEST(cudaMatchesReferenceOverTheVocabulary)
@@ -225,12 +245,17 @@ LECTOR_TEST(cudaMatchesReferenceOverTheVocabulary)
         const at::Tensor logits = kt::randn({7, kVocab}, 171, type, 4.0);
         Batch b = makeBatch(logits, temperature, topK, penalty, 172);
         int mismatches = 0, boundary = 0;
+        // One scratch for all steps, as the device sampler keeps it: each launch must leave its tickets
+        // at zero for the next (7 sequences split their argmax over several CTAs).
+        LECTOR_CHECK(lector::gpu::sampleTokensSlices(7, kVocab) > 1);
+        const at::Tensor scratch =
+            at::zeros({lector::gpu::sampleScratchWords(7, kVocab)}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
         for (int64_t step = 0; step < 12; ++step) {
             b.offsets.fill_(step * 3 + 1);
             const at::Tensor presence = b.presence.cuda();
             const at::Tensor tokens = at::full({7}, -1, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
             lector::gpu::sampleTokens(tokens, b.logits.cuda(), presence, b.temperature.cuda(), b.topK.cuda(),
-                                      b.penalty.cuda(), b.seeds.cuda(), b.offsets.cuda(), true);
+                                      b.penalty.cuda(), b.seeds.cuda(), b.offsets.cuda(), true, at::Tensor(), scratch);
             const at::Tensor got = tokens.cpu();
             Batch before = b;  // the penalties this step used, before the reference marks its tokens
             before.presence = b.presence.clone();
@@ -251,8 +276,64 @@ LECTOR_TEST(cudaMatchesReferenceOverTheVocabulary)
                 ++boundary;
             }
         }
+        const at::Tensor tickets = scratch.view({7, lector::gpu::sampleTokensScratchStride(kVocab)}).select(1, 0);
+        LECTOR_CHECK_MSG(tickets.eq(0).all().item<bool>(), "tickets not returned to zero");
         std::printf("  %s: 84 draws, %d differ from the reference, all within 1e-5 of a CDF boundary (%d)\n",
                     kt::typeName(type).c_str(), mismatches, boundary);
+    }
+}
+
+// Greedy with penalties at batch sizes whose argmax is split over 30, 8 and 1 CTAs per sequence (and
+// float16 logits scaled so that ties are common, also between slices): exactly the reference's tokens.
+// The winner is planted in different slices (first, middle, last token of the vocabulary) so a slice
+// that is skipped or a reduction that takes the wrong one shows.
+LECTOR_TEST(cudaGreedyMatchesReferenceWhateverTheSplit)
+{
+    kt::requireCuda();
+    for (int64_t n : {1, 32, 300}) {
+        const int slices = lector::gpu::sampleTokensSlices(static_cast<int>(n), kVocab);
+        const at::Tensor logits = kt::randn({n, kVocab}, 201 + n, at::kHalf, 3.0);
+        const std::vector<float> zero(static_cast<size_t>(n), 0.0f), pen(static_cast<size_t>(n), 1.3f);
+        const std::vector<int32_t> topK(static_cast<size_t>(n), 0);
+        Batch b = makeBatch(logits, zero, topK, pen, 202);
+        for (int64_t s = 0; s < n; ++s) {
+            const int64_t planted = s % 3 == 0 ? 0 : s % 3 == 1 ? kVocab / 2 + s : kVocab - 1;
+            b.logits[s][planted] = 30.0f;
+            b.presence[s][planted] = 0;
+        }
+        const at::Tensor presence = b.presence.cuda();
+        const at::Tensor tokens = at::full({n}, -1, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+        lector::gpu::sampleTokens(tokens, b.logits.cuda(), presence, b.temperature.cuda(), b.topK.cuda(),
+                                  b.penalty.cuda(), b.seeds.cuda(), b.offsets.cuda(), true);
+        const at::Tensor want = runReference(b, true);
+        LECTOR_CHECK_MSG(at::equal(tokens.cpu(), want), n << " sequences (" << slices << " slices): tokens differ");
+        LECTOR_CHECK_MSG(at::equal(presence.cpu(), b.presence), n << " sequences: presence differs");
+        // Without the planted winners the choice comes from the penalised random logits: again exact.
+        Batch plain = makeBatch(kt::randn({n, kVocab}, 301 + n, at::kHalf, 3.0), zero, topK, pen, 302);
+        const at::Tensor p2 = plain.presence.cuda();
+        lector::gpu::sampleTokens(tokens, plain.logits.cuda(), p2, plain.temperature.cuda(), plain.topK.cuda(),
+                                  plain.penalty.cuda(), plain.seeds.cuda(), plain.offsets.cuda(), false);
+        LECTOR_CHECK_MSG(at::equal(tokens.cpu(), runReference(plain, false)), n << " sequences: random tokens differ");
+        std::printf("  %lld sequences: %d CTAs each, tokens equal the reference\n", static_cast<long long>(n), slices);
+    }
+}
+
+// The device sampler keeps one scratch for every step, whose batch size changes from step to step: a
+// launch must find its tickets at zero wherever the previous launch (of another size) put its results.
+LECTOR_TEST(oneScratchServesBatchesOfEverySize)
+{
+    kt::requireCuda();
+    const at::Tensor scratch =
+        at::zeros({lector::gpu::sampleScratchWords(40, kVocab)}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+    int64_t seed = 400;
+    for (int64_t n : {1, 2, 7, 40, 3, 1, 2}) {
+        const std::vector<float> zero(static_cast<size_t>(n), 0.0f), pen(static_cast<size_t>(n), 1.5f);
+        const std::vector<int32_t> topK(static_cast<size_t>(n), 0);
+        const Batch b = makeBatch(kt::randn({n, kVocab}, ++seed, at::kFloat, 4.0), zero, topK, pen, ++seed);
+        const at::Tensor tokens = at::full({n}, -1, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+        lector::gpu::sampleTokens(tokens, b.logits.cuda(), b.presence.cuda(), b.temperature.cuda(), b.topK.cuda(),
+                                  b.penalty.cuda(), b.seeds.cuda(), b.offsets.cuda(), false, at::Tensor(), scratch);
+        LECTOR_CHECK_MSG(at::equal(tokens.cpu(), runReference(b, false)), n << " sequences after other sizes: tokens differ");
     }
 }
 
