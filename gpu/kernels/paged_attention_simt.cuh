@@ -93,7 +93,7 @@ __device__ __forceinline__ float softmaxExp(float x)
 // (`scratch`, scratchFloats); a warp per query head turns them into weights; then each thread loads 8
 // partitions of all its output elements before summing them, so the merge costs a few L2 round trips, not
 // one per partition.
-template <class T, int D, int G>
+template <class T, int D, int G, bool kEarlyLoads>
 __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int parts, T* out, float* scratch,
                                 int scratchFloats)
 {
@@ -119,11 +119,15 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
         return;
     }
     // Outputs: each thread owns kPer (head, dim) elements and loads kChunk partitions of all of them before
-    // the first FMA, so the merge waits on L2 about parts / kChunk times, not once per partition. The
-    // first chunk's loads are issued before the max/sum loads and the weights (they do not depend on
-    // them), so at a few dozen partitions the whole merge waits on L2 about once.
+    // the first FMA, so the merge waits on L2 about parts / kChunk times, not once per partition.
+    // kEarlyLoads (the short-partition kernel of a few sequences, where the merge's L2 round trips are
+    // the step's critical path): up to 48 registers of loads in flight, and the first chunk issued before
+    // the max/sum loads and the weights (they do not depend on them), so at a few dozen partitions the
+    // merge waits on L2 about once. The long-partition kernel (many sequences, bandwidth-bound) keeps 8:
+    // the wider chunk took it from 80 to 96 registers, 6 to 5 CTAs per SM, and decode steps of 256
+    // sequences 4 % slower (runs 18-20).
     constexpr int kPer = (G * D + kAttnThreads - 1) / kAttnThreads;
-    constexpr int kChunk = kPer <= 1 ? 32 : kPer <= 2 ? 24 : 8;  // <= 48 registers of loads in flight
+    constexpr int kChunk = !kEarlyLoads ? 8 : kPer <= 1 ? 32 : kPer <= 2 ? 24 : 8;
     float o[kPer][kChunk];
     auto loadChunk = [&](int i0) {
 #pragma unroll
@@ -136,7 +140,7 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
                 o[k][u] = idx < G * D && i0 + u < parts ? __ldcg(src + int64_t(u) * D) : 0.0f;
         }
     };
-    loadChunk(0);
+    if constexpr (kEarlyLoads) loadChunk(0);
     float* weight = scratch;             // [G, parts]: max logit, then the normalised weight
     float* expSum = scratch + G * parts;  // [G, parts]
     for (int i = threadIdx.x; i < G * parts; i += kAttnThreads) {
@@ -165,7 +169,7 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
 #pragma unroll
     for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
     for (int i0 = 0; i0 < parts; i0 += kChunk) {
-        if (i0 > 0) loadChunk(i0);
+        if (!kEarlyLoads || i0 > 0) loadChunk(i0);
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
             const int g = (threadIdx.x + k * kAttnThreads) / D;
@@ -431,7 +435,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     __syncthreads();
     if (!isLast) return;
     __threadfence();
-    mergePartitions<T, D, G>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
+    mergePartitions<T, D, G, kPrefetch>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
 // Launches the SIMT kernel for element type T.
