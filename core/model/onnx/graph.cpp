@@ -151,8 +151,10 @@ at::Tensor Graph::Impl::prepareInput(size_t i, const at::Tensor& t) const
             fits = info.dims[d] < 0 || info.dims[d] == t.size(static_cast<int64_t>(d));
         if (!fits) {
             std::string want = "[";
-            for (size_t d = 0; d < info.dims.size(); ++d)
-                want += (d ? "," : "") + (info.dims[d] < 0 ? std::string("?") : std::to_string(info.dims[d]));
+            for (size_t d = 0; d < info.dims.size(); ++d) {
+                if (d) want += ',';
+                want += info.dims[d] < 0 ? std::string("?") : std::to_string(info.dims[d]);
+            }
             throw std::runtime_error(sourceName + ": input '" + info.name + "' has shape " + describeShape(t.sizes()) +
                                      ", the graph takes " + want + "]");
         }
