@@ -284,7 +284,7 @@ void smallKernelsTable(Report& r)
             row(k == 1 ? "greedy + penalty, " + shape + " fp32 logits" : "top-50 sampling + penalty, " + shape,
                 [&] {
                     lector::gpu::sampleTokens(tokens, logits, presence, temp, topK, pen, seeds, offsets, false,
-                                              at::Tensor(), scratch.numel() > 0 ? scratch : at::Tensor());
+                                              at::Tensor(), scratch);
                 },
                 [&] {
                     const at::Tensor l = at::where(presence.to(at::kBool),

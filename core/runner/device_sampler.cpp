@@ -95,7 +95,7 @@ PendingTokens DeviceSampler::sampleAsync(const at::Tensor& logits, const std::ve
         m_scratch = at::zeros({words}, at::TensorOptions().dtype(at::kLong).device(m_device));
     gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
                       d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S),
-                      words > 0 ? m_scratch : at::Tensor());
+                      m_scratch);
     PendingTokens out;
     out.m_host = at::empty({S}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned));
     out.m_host.copy_(tokens, /*non_blocking=*/true);

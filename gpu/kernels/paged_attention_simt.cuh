@@ -90,9 +90,9 @@ __device__ __forceinline__ float softmaxExp(float x)
 // Merges the split-K partitions of (row, KV head): each of its G query heads gets its partitions'
 // outputs weighted by exp(max_i - max) / total (flash-decoding). Reads what other CTAs wrote, through L2
 // (__ldcg, never a stale L1 line). Max and sum of every partition are loaded at once into shared memory
-// (`scratch`, scratchFloats); a warp per query head turns them into weights; then each thread loads 8
-// partitions of all its output elements before summing them, so the merge costs a few L2 round trips, not
-// one per partition.
+// (`scratch`, scratchFloats); a warp per query head turns them into weights; then each thread loads a
+// chunk of partitions of all its output elements before summing them (kChunk below), so the merge costs
+// a few L2 round trips, not one per partition.
 template <class T, int D, int G, bool kEarlyLoads>
 __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int parts, T* out, float* scratch,
                                 int scratchFloats)

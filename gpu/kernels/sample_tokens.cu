@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) sampleTokensKernel(SampleTokensParam
     } else {
         // This CTA's stretch of whole passes; its best goes to the scratch, and the sequence's last CTA
         // to finish takes over.
-        const int sliceLen = (((n + kChunk - 1) / kChunk + p.slices - 1) / p.slices) * kChunk;
+        const int sliceLen = sampleTokensPassesPerSlice(n, p.slices) * kChunk;
         const int begin = slice * sliceLen;
         SeqView<T> part = view;
         part.n = min(n, begin + sliceLen);
@@ -292,8 +292,9 @@ cudaError_t launchSampleTokens(const SampleTokensParams& p, cudaStream_t stream)
     if (p.slices < 1 || p.slices > kThreads || (p.slices > 1 && !p.scratch)) return cudaErrorInvalidValue;
     if (p.numSeqs == 0) return cudaSuccess;
     // Every slice must own at least one token: the kernel's slice length is whole passes.
-    const int chunks = (p.vocabSize + kChunk - 1) / kChunk;
-    if (p.slices > 1 && (p.slices - 1) * ((chunks + p.slices - 1) / p.slices) >= chunks) return cudaErrorInvalidValue;
+    if (p.slices > 1 &&
+        (p.slices - 1) * sampleTokensPassesPerSlice(p.vocabSize, p.slices) >= sampleTokensPasses(p.vocabSize))
+        return cudaErrorInvalidValue;
     return dispatchDType(p.dtype, [&]<class T>() {
         return launchKernel(sampleTokensKernel<T>, dim3(p.slices, p.numSeqs), kThreads, 0, stream, p);
     });

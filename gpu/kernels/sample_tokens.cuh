@@ -49,22 +49,34 @@ struct SampleTokensParams {
 constexpr int kSampleChunkTokens = 4096;
 constexpr int kSampleTargetCtas = 264;
 
+// Passes over a vocabulary, and the passes of each slice when it is split `slices` ways (the last slice
+// takes what is left). The kernel, its launcher and the split below all use these two.
+LECTOR_HD inline int sampleTokensPasses(int vocabSize)
+{
+    return (vocabSize + kSampleChunkTokens - 1) / kSampleChunkTokens;
+}
+
+LECTOR_HD inline int sampleTokensPassesPerSlice(int vocabSize, int slices)
+{
+    return (sampleTokensPasses(vocabSize) + slices - 1) / slices;
+}
+
 LECTOR_HD inline int sampleTokensSlices(int numSeqs, int vocabSize)
 {
     if (numSeqs <= 0 || vocabSize <= 0) return 1;
-    const int chunks = (vocabSize + kSampleChunkTokens - 1) / kSampleChunkTokens;
+    const int passes = sampleTokensPasses(vocabSize);
     const int wanted = (kSampleTargetCtas + numSeqs - 1) / numSeqs;
-    const int slices = wanted < chunks ? wanted : chunks;
+    const int slices = wanted < passes ? wanted : passes;
     if (slices <= 1) return 1;
     // Whole passes per slice; drop slices the rounding left empty.
-    const int chunksPerSlice = (chunks + slices - 1) / slices;
-    return (chunks + chunksPerSlice - 1) / chunksPerSlice;
+    const int perSlice = sampleTokensPassesPerSlice(vocabSize, slices);
+    return (passes + perSlice - 1) / perSlice;
 }
 
 // Scratch words per sequence: its ticket, then room for the most slices this vocabulary can have.
 LECTOR_HD inline int sampleTokensScratchStride(int vocabSize)
 {
-    return 1 + (vocabSize + kSampleChunkTokens - 1) / kSampleChunkTokens;
+    return 1 + sampleTokensPasses(vocabSize);
 }
 
 // Scratch words of a launch over numSeqs sequences ([numSeqs, stride]); 0 when it does not split.
