@@ -214,11 +214,12 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
 }
 
-void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                          const at::Tensor& valueCache, const at::Tensor& blockTable,
-                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
+namespace {
+
+void runPagedDecodeAttention(const char* op, const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                             const at::Tensor& valueCache, const at::Tensor& blockTable, const at::Tensor& contextLens,
+                             int64_t maxContextLen, double scale, int64_t partitionSize, const DecodeRope& rope)
 {
-    const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
     checkLike(query, keyCache, op, "query");
     checkLike(out, keyCache, op, "out");
@@ -261,6 +262,7 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
                 op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
                 kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
     p.scale = static_cast<float>(scale);
+    p.rope = rope;
     at::Tensor workspace;
     if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {
         workspace = at::empty({floats}, query.options().dtype(at::kFloat));
@@ -268,6 +270,16 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
         p.counters = splitCounters(query, numSeqs * numKvHeads, op);
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
+}
+
+}  // namespace
+
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
+{
+    runPagedDecodeAttention("pagedDecodeAttention", out, query, keyCache, valueCache, blockTable, contextLens,
+                            maxContextLen, scale, partitionSize, DecodeRope{});
 }
 
 void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
@@ -342,7 +354,9 @@ SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const 
 {
     const DType dtype = dtypeOf(x, op, "x");
     checkLike(weight, x, op, "weight");
-    checkLike(out, x, op, "out");
+    TORCH_CHECK(out.defined() && out.device() == x.device() &&
+                    (out.scalar_type() == x.scalar_type() || out.scalar_type() == at::kFloat),
+                op, ": out must be on ", x.device(), " in ", x.scalar_type(), " or float32");
     TORCH_CHECK(x.dim() == 2 && x.size(0) <= kSkinnyMaxRows && x.stride(1) == 1, op, ": x must be [rows <= ",
                 kSkinnyMaxRows, ", k] with contiguous rows, got ", x.sizes());
     TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k && weight.stride(1) == 1, op, ": weight must be [n, ", k,
@@ -360,6 +374,7 @@ SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const 
     p.rows = toInt(x.size(0), op, "rows");
     p.n = toInt(weight.size(0), op, "n");
     p.k = toInt(k, op, "k");
+    p.outFloat = out.scalar_type() == at::kFloat && dtype != DType::F32;
     return p;
 }
 
@@ -548,6 +563,47 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
     p.slotMapping = slotMapping.data_ptr<int64_t>();
     p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
+}
+
+void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
+                              const at::Tensor& value, const at::Tensor& positions, const at::Tensor& cosSinCache,
+                              const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
+                              const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
+                              const at::Tensor& valueCache, const at::Tensor& slotMapping, const at::Tensor& blockTable,
+                              const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
+{
+    const char* op = "pagedDecodeAttentionRope";
+    // The prologue's inputs, checked as qkNormRopeWriteKv checks them (query and key are only read here).
+    const QkNormRopeParams r =
+        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
+    checkCaches(keyCache, valueCache, op);
+    checkLike(keyCache, query, op, "keyCache");
+    TORCH_CHECK(keyCache.size(2) == key.size(1) && keyCache.size(3) == key.size(2), op, ": the cache is ",
+                keyCache.sizes(), ", key is ", key.sizes());
+    checkLike(value, query, op, "value");
+    checkHeads(value, key.size(0), key.size(1), key.size(2), op, "value");
+    checkAux(slotMapping, query, at::kLong, 1, op, "slotMapping");
+    TORCH_CHECK(slotMapping.size(0) == query.size(0), op, ": slotMapping has ", slotMapping.size(0), " slots for ",
+                query.size(0), " sequences");
+    DecodeRope rope;
+    rope.key = r.key;
+    rope.value = value.data_ptr();
+    rope.keySeqStride = r.keyTokenStride;
+    rope.valueSeqStride = value.stride(0);
+    rope.positions = r.positions;
+    rope.positionsInt64 = r.positionsInt64;
+    rope.positionsAxisStride = r.positionsAxisStride;
+    rope.cosSinCache = r.cosSinCache;
+    rope.maxPosition = r.maxPosition;
+    rope.numPosAxes = r.numPosAxes;
+    for (int a = 0; a < 4; ++a) rope.sections[a] = r.sections[a];
+    rope.queryNormWeight = r.queryNormWeight;
+    rope.keyNormWeight = r.keyNormWeight;
+    rope.eps = r.eps;
+    rope.slotMapping = slotMapping.data_ptr<int64_t>();
+    rope.numCacheSlots = keyCache.size(0) * keyCache.size(1);
+    runPagedDecodeAttention(op, out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale,
+                            partitionSize, rope);
 }
 
 void siluAndMul(const at::Tensor& out, const at::Tensor& input)

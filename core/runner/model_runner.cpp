@@ -211,12 +211,13 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const int layerIdx = static_cast<int>(l);
         const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
-        gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
-                               valueCache, meta.slots);
-        if (meta.decodeOnly) {
-            gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
-                                      meta.maxContextLen, m_scale, m_decodePartition);
+        if (meta.decodeOnly) {  // QK-norm, RoPE and the K/V write inside the attention kernel: one launch
+            gpu::pagedDecodeAttentionRope(attn, q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections,
+                                          eps, keyCache, valueCache, meta.slots, meta.blockTable, meta.contextLens,
+                                          meta.maxContextLen, m_scale, m_decodePartition);
         } else {
+            gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps,
+                                   keyCache, valueCache, meta.slots);
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
         }
@@ -236,8 +237,12 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
 
 at::Tensor ModelRunner::logits(const at::Tensor& hidden) const
 {
-    at::Tensor l = skinnyOrNone(hidden, m_decoder.lmHead(), kNumProjections);
-    if (!l.defined()) l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
+    if (hidden.size(0) <= m_skinnyRows[kNumProjections]) {  // float32 straight from the skinny GEMM
+        at::Tensor l = at::empty({hidden.size(0), m_decoder.lmHead().size(0)}, hidden.options().dtype(at::kFloat));
+        gpu::skinnyLinear(l, hidden, m_decoder.lmHead());
+        return l;
+    }
+    const at::Tensor l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
     return l.to(at::kFloat);  // [rows, vocab]
 }
 

@@ -31,7 +31,9 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
                                        : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
     a.numPartitions = numPartitions;
     a.scale = p.scale;
-    return dispatchDType(p.dtype, [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream); });
+    a.rope = p.rope;
+    return dispatchDType(p.dtype,
+                         [&]<class T>() { return detail::launchPagedAttentionSimt<T, true>(a, p.headDim, stream); });
 }
 
 }  // namespace lector::gpu

@@ -168,7 +168,11 @@ __global__ void __launch_bounds__(kThreads) skinnyGemmKernel(SkinnyGemmParams p)
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < kWarps; ++i) s += partial[i][threadIdx.x];
-        if (n0 + c < p.n) static_cast<T*>(p.out)[int64_t(r) * p.outStride + n0 + c] = fromFloat<T>(s);
+        if (n0 + c < p.n) {
+            const int64_t i = int64_t(r) * p.outStride + n0 + c;
+            if (p.outFloat) static_cast<float*>(p.out)[i] = toFloat(fromFloat<T>(s));
+            else static_cast<T*>(p.out)[i] = fromFloat<T>(s);
+        }
     }
 }
 

@@ -25,6 +25,9 @@ struct SkinnyGemmParams {
     // x holds [gate | up], each k wide, and the product uses silu(gate) * up rounded to the dtype (what
     // silu_and_mul.cuh would store): the MLP's down projection without a separate activation pass.
     bool siluMulInput = false;
+    // out is float32 and gets the product rounded to the dtype, then widened: what converting the dtype's
+    // output to float32 would give, without that extra pass (the LM head's logits for the sampler).
+    bool outFloat = false;
     // Optional residual add + RMSNorm in front (normWeight set; not with siluMulInput): x is the delta,
     // r = round(residualIn + x) goes to residualOut (written by one CTA, so residualOut must not alias
     // residualIn, which the others still read), and the product uses round(normWeight * r / rms(r)):

@@ -8,7 +8,8 @@
 
 namespace lector::gpu::ref {
 
-// One exact softmax over the whole context: partitionSize and workspace are ignored.
+// One exact softmax over the whole context: partitionSize and workspace are ignored. With p.rope it
+// first runs qkNormRopeRef (with its K/V write) on copies of the raw query and key.
 void pagedDecodeAttentionRef(const PagedDecodeAttentionParams& p);
 
 }  // namespace lector::gpu::ref

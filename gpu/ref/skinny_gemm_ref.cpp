@@ -53,7 +53,9 @@ void skinnyGemmRef(const SkinnyGemmParams& p)
                 }
                 sum += xk * loadElem(p.weight, n * p.weightStride + k, p.dtype);
             }
-            storeElem(p.out, r * p.outStride + n, p.dtype, static_cast<float>(sum));
+            const float rounded = roundTo(p.dtype, static_cast<float>(sum));
+            if (p.outFloat) static_cast<float*>(p.out)[r * p.outStride + n] = rounded;
+            else storeElem(p.out, r * p.outStride + n, p.dtype, rounded);
         }
     }
 }

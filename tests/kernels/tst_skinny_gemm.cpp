@@ -161,3 +161,27 @@ LECTOR_TEST(addRmsNormPrologueMatchesNormThenProduct)
         }
     }
 }
+
+// A float32 out (the LM head's logits): the dtype-rounded product, widened. Through gpu::skinnyLinear, so
+// the CPU run checks the reference and the CUDA run the kernel, each against its own dtype output.
+LECTOR_TEST(floatOutputIsTheRoundedProductWidened)
+{
+    std::vector<at::Device> devices{at::kCPU};
+#ifdef LECTOR_HAVE_CUDA
+    if (at::hasCUDA()) devices.push_back(at::kCUDA);
+#endif
+    for (const at::Device& device : devices) {
+        for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+            const at::Tensor x = kt::randn({3, 1024}, 61, type).to(device);
+            const at::Tensor weight = kt::randn({1001, 1024}, 62, type, 0.05).to(device);
+            const at::Tensor rounded = at::empty({3, 1001}, x.options());
+            const at::Tensor widened = at::full({3, 1001}, NAN, x.options().dtype(at::kFloat));
+            lector::gpu::skinnyLinear(rounded, x, weight);
+            lector::gpu::skinnyLinear(widened, x, weight);
+            LECTOR_CHECK_MSG(at::equal(widened, rounded.to(at::kFloat)),
+                             kt::typeName(type) << " on " << device << ": float32 out is not the rounded product");
+            kt::expectClose(kt::typeName(type) + " float32 out vs reference on " + c10::DeviceTypeName(device.type()),
+                            widened, runReference(x.cpu(), weight.cpu()).to(at::kFloat), kt::nmseBound(type));
+        }
+    }
+}

@@ -201,6 +201,11 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
+        {"attention + qk-norm/rope/kv write (graph: 8192, the runner's partition)", L, [&] {
+             gpu::pagedDecodeAttentionRope(attn, q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5,
+                                           keyCache, valueCache, slots, graphTable, lens, 8192, scale,
+                                           b <= 8 ? 64 : b <= 64 ? 256 : 1024);
+         }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
@@ -211,6 +216,8 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         ops.push_back({"qkv skinny", L, [=, &w] { gpu::skinnyLinear(outQkv, h, w.qkvProj); }});
         ops.push_back({"o skinny", L, [=, &w] { gpu::skinnyLinear(outO, attn.view({b, hq * d}), w.oProj); }});
         ops.push_back({"gate/up skinny", L, [=, &w] { gpu::skinnyLinear(outGateUp, h, w.gateUpProj); }});
+        const at::Tensor outLogits = at::empty({b, decoder.lmHead().size(0)}, opts.dtype(at::kFloat));
+        ops.push_back({"lm head skinny, float32 out", 1, [=, &decoder] { gpu::skinnyLinear(outLogits, h, decoder.lmHead()); }});
         ops.push_back({"down skinny, silu x mul input", L, [=, &w] { gpu::skinnyLinear(outDown, gateUp, w.downProj, true); }});
         const at::Tensor res2 = at::empty_like(res);
         ops.push_back({"qkv skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outQkv, h, res, res2, w.inputNorm, 1e-5, w.qkvProj); }});
