@@ -278,8 +278,10 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     RopeLane<T, D> rope;
     int64_t newSlot = -1;
     if constexpr (kRope) {
-        rope.load(a.rope, row, sub);
-        newSlot = a.rope.slotMapping[row];
+        if (numTok > 0) {  // a graph's grid covers its longest context: most CTAs have no keys and leave
+            rope.load(a.rope, row, sub);
+            newSlot = a.rope.slotMapping[row];
+        }
     }
 
     uint4 kPre[kPrefetch ? kSteps : 1], vPre[kPrefetch ? kSteps : 1];
