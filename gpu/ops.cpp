@@ -214,12 +214,11 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
 }
 
-namespace {
-
-void runPagedDecodeAttention(const char* op, const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                             const at::Tensor& valueCache, const at::Tensor& blockTable, const at::Tensor& contextLens,
-                             int64_t maxContextLen, double scale, int64_t partitionSize, const DecodeRope& rope)
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
 {
+    const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
     checkLike(query, keyCache, op, "query");
     checkLike(out, keyCache, op, "out");
@@ -262,7 +261,6 @@ void runPagedDecodeAttention(const char* op, const at::Tensor& out, const at::Te
                 op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
                 kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
     p.scale = static_cast<float>(scale);
-    p.rope = rope;
     at::Tensor workspace;
     if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {
         workspace = at::empty({floats}, query.options().dtype(at::kFloat));
@@ -270,16 +268,6 @@ void runPagedDecodeAttention(const char* op, const at::Tensor& out, const at::Te
         p.counters = splitCounters(query, numSeqs * numKvHeads, op);
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
-}
-
-}  // namespace
-
-void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                          const at::Tensor& valueCache, const at::Tensor& blockTable,
-                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
-{
-    runPagedDecodeAttention("pagedDecodeAttention", out, query, keyCache, valueCache, blockTable, contextLens,
-                            maxContextLen, scale, partitionSize, DecodeRope{});
 }
 
 void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
@@ -563,47 +551,6 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
     p.slotMapping = slotMapping.data_ptr<int64_t>();
     p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
-}
-
-void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
-                              const at::Tensor& value, const at::Tensor& positions, const at::Tensor& cosSinCache,
-                              const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
-                              const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
-                              const at::Tensor& valueCache, const at::Tensor& slotMapping, const at::Tensor& blockTable,
-                              const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
-{
-    const char* op = "pagedDecodeAttentionRope";
-    // The prologue's inputs, checked as qkNormRopeWriteKv checks them (query and key are only read here).
-    const QkNormRopeParams r =
-        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
-    checkCaches(keyCache, valueCache, op);
-    checkLike(keyCache, query, op, "keyCache");
-    TORCH_CHECK(keyCache.size(2) == key.size(1) && keyCache.size(3) == key.size(2), op, ": the cache is ",
-                keyCache.sizes(), ", key is ", key.sizes());
-    checkLike(value, query, op, "value");
-    checkHeads(value, key.size(0), key.size(1), key.size(2), op, "value");
-    checkAux(slotMapping, query, at::kLong, 1, op, "slotMapping");
-    TORCH_CHECK(slotMapping.size(0) == query.size(0), op, ": slotMapping has ", slotMapping.size(0), " slots for ",
-                query.size(0), " sequences");
-    DecodeRope rope;
-    rope.key = r.key;
-    rope.value = value.data_ptr();
-    rope.keySeqStride = r.keyTokenStride;
-    rope.valueSeqStride = value.stride(0);
-    rope.positions = r.positions;
-    rope.positionsInt64 = r.positionsInt64;
-    rope.positionsAxisStride = r.positionsAxisStride;
-    rope.cosSinCache = r.cosSinCache;
-    rope.maxPosition = r.maxPosition;
-    rope.numPosAxes = r.numPosAxes;
-    for (int a = 0; a < 4; ++a) rope.sections[a] = r.sections[a];
-    rope.queryNormWeight = r.queryNormWeight;
-    rope.keyNormWeight = r.keyNormWeight;
-    rope.eps = r.eps;
-    rope.slotMapping = slotMapping.data_ptr<int64_t>();
-    rope.numCacheSlots = keyCache.size(0) * keyCache.size(1);
-    runPagedDecodeAttention(op, out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale,
-                            partitionSize, rope);
 }
 
 void siluAndMul(const at::Tensor& out, const at::Tensor& input)

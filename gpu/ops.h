@@ -47,19 +47,6 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
                           const at::Tensor& contextLens, int64_t maxContextLen, double scale,
                           int64_t partitionSize = -1);
 
-// A decode step's QK-norm + XD-RoPE, K/V write and attention in one kernel (paged_decode_attention.cuh,
-// DecodeRope): query [numSeqs, numQHeads, headDim], key and value [numSeqs, numKvHeads, headDim] are the
-// raw QKV projection (read only); the other arguments as qkNormRopeWriteKv and pagedDecodeAttention
-// take them. slotMapping[s] must be the cache slot of sequence s's newest key (position contextLens[s] - 1),
-// or outside the cache for a row whose output is not used (the kernel then writes nothing for it).
-void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
-                              const at::Tensor& value, const at::Tensor& positions, const at::Tensor& cosSinCache,
-                              const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
-                              const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
-                              const at::Tensor& valueCache, const at::Tensor& slotMapping, const at::Tensor& blockTable,
-                              const at::Tensor& contextLens, int64_t maxContextLen, double scale,
-                              int64_t partitionSize = -1);
-
 // Causal attention of each sequence's new tokens over its cached + new tokens (new K/V already in
 // the cache). out, query: [numTokens, numQHeads, headDim]; cuSeqlensQ: [numSeqs + 1] int32;
 // contextLens: [numSeqs] int32 (cached + new); maxQueryLen / maxContextLen bound them.

@@ -211,13 +211,12 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const int layerIdx = static_cast<int>(l);
         const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
-        if (meta.decodeOnly) {  // QK-norm, RoPE and the K/V write inside the attention kernel: one launch
-            gpu::pagedDecodeAttentionRope(attn, q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections,
-                                          eps, keyCache, valueCache, meta.slots, meta.blockTable, meta.contextLens,
-                                          meta.maxContextLen, m_scale, m_decodePartition);
+        gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
+                               valueCache, meta.slots);
+        if (meta.decodeOnly) {
+            gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
+                                      meta.maxContextLen, m_scale, m_decodePartition);
         } else {
-            gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps,
-                                   keyCache, valueCache, meta.slots);
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
         }

@@ -46,7 +46,6 @@ struct SimtArgs {
     int partitionLen;            // keys per CTA (multiple of kKvBlockSize); covers maxContextLen if unsplit
     int numPartitions;
     float scale;
-    DecodeRope rope;             // decode rows only: QK-norm + RoPE + K/V write in front (kRope)
 };
 
 struct RowInfo {
@@ -87,56 +86,6 @@ __device__ __forceinline__ float softmaxExp(float x)
     if constexpr (sizeof(T) == 4) return expf(x);  // float32 is the parity path: keep full precision
     else return __expf(x);
 }
-
-// QK-norm + XD-RoPE of one head held as a token group holds it: lane `sub` of the group's kLanes lanes
-// has elements [sub * kVec, sub * kVec + kVec), so the rotation partner of element j (j + D/2, or j - D/2)
-// sits in lane sub ^ (kLanes / 2) at the same e. Numerics of qk_norm_rope.cu: rotate in float, one RMS
-// over the rotated head, scale by the norm weight, round once to T.
-template <class T, int D>
-struct RopeLane {
-    static constexpr int kVec = kVecElems<T>;
-    static constexpr int kLanes = D / kVec;
-    float c[kVec], s[kVec];  // cos and sin of this lane's frequencies; s carries the rotate-half sign
-
-    // Before the PDL wait: positions and the table are step inputs or constants.
-    __device__ __forceinline__ void load(const DecodeRope& r, int seq, int sub)
-    {
-        const bool second = sub >= kLanes / 2;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            const int f = (sub % (kLanes / 2)) * kVec + e;  // frequency index, < D / 2
-            int axis = 0;
-            for (int bound = r.sections[0]; axis + 1 < r.numPosAxes && f >= bound; bound += r.sections[axis + 1])
-                ++axis;
-            const int64_t i = axis * r.positionsAxisStride + seq;
-            int64_t pos = r.positionsInt64 ? static_cast<const int64_t*>(r.positions)[i]
-                                           : static_cast<const int32_t*>(r.positions)[i];
-            pos = min(max(pos, int64_t(0)), int64_t(r.maxPosition - 1));
-            c[e] = r.cosSinCache[pos * D + f];
-            s[e] = second ? r.cosSinCache[pos * D + D / 2 + f] : -r.cosSinCache[pos * D + D / 2 + f];
-        }
-    }
-
-    // Raw 16-byte vector in, rotated + normalised + rounded values out (as float). Every lane of the warp
-    // calls it (shuffles); normWeight: this lane's 16 bytes of the weight, or nullptr.
-    __device__ __forceinline__ void apply(const uint4& raw, const T* normWeight, int sub, float eps, float (&out)[kVec]) const
-    {
-        const Vec16<T> x = unpack16<T>(raw);
-        float y[kVec], sumSq = 0.0f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            const float partner = __shfl_xor_sync(0xffffffffu, x.v[e], kLanes / 2);
-            y[e] = x.v[e] * c[e] + partner * s[e];
-            sumSq += y[e] * y[e];
-        }
-#pragma unroll
-        for (int o = kLanes / 2; o > 0; o >>= 1) sumSq += __shfl_xor_sync(0xffffffffu, sumSq, o);
-        const float inv = normWeight ? rsqrtf(sumSq / D + eps) : 1.0f;
-        const Vec16<T> w = normWeight ? unpack16<T>(loadNc16(normWeight + sub * kVec)) : Vec16<T>{};
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) out[e] = toFloat(fromFloat<T>(y[e] * inv * (normWeight ? w.v[e] : 1.0f)));
-    }
-};
 
 // Merges the split-K partitions of (row, KV head): each of its G query heads gets its partitions'
 // outputs weighted by exp(max_i - max) / total (flash-decoding). Reads what other CTAs wrote, through L2
@@ -244,13 +193,7 @@ constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 // QK-norm/RoPE kernel that writes this step's K/V). The only cache slot that kernel writes for a decode
 // row is the row's newest token, so after the wait the lanes holding that token load it again. Prefill
 // rows (many new tokens) load after the wait.
-//
-// kRope (decode rows only, paged_decode_attention.cuh's DecodeRope): q, k and v are raw projections. Every
-// CTA rotates and normalises its query heads; the CTA whose partition holds the newest key does the same
-// to the new key, writes K and V to the cache slot, and keeps both in shared memory, where the passes
-// take them instead of the cache (that slot is never read back in this launch: no coherence question,
-// and the prefetch variant needs no reload after the wait).
-template <class T, int D, int G, bool kPrefetch, bool kRope>
+template <class T, int D, int G, bool kPrefetch>
 __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
 {
     constexpr int kVec = kVecElems<T>;
@@ -274,15 +217,6 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const int64_t tokenStride = int64_t(a.numKvHeads) * D;  // elements between tokens of a block
     const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
     const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
-
-    RopeLane<T, D> rope;
-    int64_t newSlot = -1;
-    if constexpr (kRope) {
-        if (numTok > 0) {  // a graph's grid covers its longest context: most CTAs have no keys and leave
-            rope.load(a.rope, row, sub);
-            newSlot = a.rope.slotMapping[row];
-        }
-    }
 
     uint4 kPre[kPrefetch ? kSteps : 1], vPre[kPrefetch ? kSteps : 1];
     bool preValid = false;
@@ -310,7 +244,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     }
     gridDependencyWait();
     allowDependentLaunch();
-    if constexpr (kPrefetch && !kRope) {
+    if constexpr (kPrefetch) {
         if (preValid) loadPre(early);  // decode: the newest token again; prefill: everything now
     }
 
@@ -332,43 +266,9 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-        if constexpr (kRope) {
-            float v[kVec];
-            rope.apply(loadNc16(qRow + g * D), static_cast<const T*>(a.rope.queryNormWeight), sub, a.rope.eps, v);
+        const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) q[g][e] = v[e] * a.scale;
-        } else {
-            const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
-        }
-    }
-
-    // kRope: the new token's K and V, from this launch's inputs (see above).
-    __shared__ uint4 newKv[2][kRope ? kLanesPerToken : 1];
-    const int newest = r.numKeys - 1;
-    if constexpr (kRope) {
-        if (newest >= start && newest < end) {  // CTA-uniform
-            if (warp == 0) {
-                float k[kVec];
-                const T* keyRaw = static_cast<const T*>(a.rope.key) + row * a.rope.keySeqStride + kvHead * D + sub * kVec;
-                rope.apply(loadNc16(keyRaw), static_cast<const T*>(a.rope.keyNormWeight), sub, a.rope.eps, k);
-                const uint4 kPacked = pack16<T>(k);
-                const uint4 vPacked = loadNc16(static_cast<const T*>(a.rope.value) + row * a.rope.valueSeqStride +
-                                               kvHead * D + sub * kVec);
-                if (tokInStep == 0) {
-                    newKv[0][sub] = kPacked;
-                    newKv[1][sub] = vPacked;
-                    if (newSlot >= 0 && newSlot < a.rope.numCacheSlots) {
-                        // The caches are inputs of the attention proper; the prologue is their one writer.
-                        const int64_t off = (newSlot * a.numKvHeads + kvHead) * D + sub * kVec;
-                        *reinterpret_cast<uint4*>(static_cast<T*>(const_cast<void*>(a.keyCache)) + off) = kPacked;
-                        *reinterpret_cast<uint4*>(static_cast<T*>(const_cast<void*>(a.valueCache)) + off) = vPacked;
-                    }
-                }
-            }
-            __syncthreads();
-        }
+        for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
     }
 
     // --- pass 1: logits ---
@@ -394,10 +294,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         }
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
-            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
-            uint4 kRaw = raw[s];  // a value, not a conditional lvalue: raw[] stays in registers
-            if (kRope && t == newest) kRaw = newKv[0][sub];
-            const Vec16<T> k = unpack16<T>(kRaw);
+            const Vec16<T> k = unpack16<T>(raw[s]);
             float dot[G];
 #pragma unroll
             for (int g = 0; g < G; ++g) {
@@ -407,6 +304,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
 #pragma unroll
                 for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
             }
+            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
             if (t < end) {
 #pragma unroll
                 for (int g = 0; g < G; ++g) {
@@ -478,9 +376,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         for (int s = 0; s < kSteps; ++s) {
             const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
             if (t >= end) continue;  // never multiply garbage past the context (it may be NaN)
-            uint4 vRaw = raw[s];
-            if (kRope && t == newest) vRaw = newKv[1][sub];
-            const Vec16<T> v = unpack16<T>(vRaw);
+            const Vec16<T> v = unpack16<T>(raw[s]);
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 const float p = logits[g * a.partitionLen + t - start];
@@ -542,9 +438,8 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     mergePartitions<T, D, G, kPrefetch>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
-// Launches the SIMT kernel for element type T. kDecode: the decode launcher, the only one that
-// instantiates the rope prologue (a.rope.key set).
-template <class T, bool kDecode = false>
+// Launches the SIMT kernel for element type T.
+template <class T>
 cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream)
 {
     constexpr int kVec = kVecElems<T>;
@@ -556,12 +451,6 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     if (a.queryRowStride % kVec != 0 || a.outRowStride % kVec != 0 || !aligned16(a.query) || !aligned16(a.out) ||
         !aligned16(a.keyCache) || !aligned16(a.valueCache))
         return cudaErrorInvalidValue;
-    const bool rope = a.rope.key != nullptr;
-    if (rope && (!kDecode || a.cuSeqlensQ || !a.rope.value || !a.rope.positions || !a.rope.cosSinCache ||
-                 !a.rope.slotMapping || a.rope.maxPosition <= 0 || a.rope.numPosAxes < 1 || a.rope.numPosAxes > 4 ||
-                 !aligned16(a.rope.key) || !aligned16(a.rope.value) || a.rope.keySeqStride % kVec != 0 ||
-                 a.rope.valueSeqStride % kVec != 0))
-        return cudaErrorInvalidValue;
     if (a.numRows == 0) return cudaSuccess;
     return dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
@@ -569,14 +458,8 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
                 (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
             const bool prefetch = a.partitionLen <= kPrefetchPartition;
-            if constexpr (kDecode) {
-                if (rope)
-                    return prefetch
-                               ? launchKernel(pagedAttentionSimtKernel<T, D, G, true, true>, grid, kAttnThreads, smem, stream, a)
-                               : launchKernel(pagedAttentionSimtKernel<T, D, G, false, true>, grid, kAttnThreads, smem, stream, a);
-            }
-            return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, true, false>, grid, kAttnThreads, smem, stream, a)
-                            : launchKernel(pagedAttentionSimtKernel<T, D, G, false, false>, grid, kAttnThreads, smem, stream, a);
+            return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
+                        : launchKernel(pagedAttentionSimtKernel<T, D, G, false>, grid, kAttnThreads, smem, stream, a);
         });
     });
 }

@@ -31,9 +31,7 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
                                        : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
     a.numPartitions = numPartitions;
     a.scale = p.scale;
-    a.rope = p.rope;
-    return dispatchDType(p.dtype,
-                         [&]<class T>() { return detail::launchPagedAttentionSimt<T, true>(a, p.headDim, stream); });
+    return dispatchDType(p.dtype, [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream); });
 }
 
 }  // namespace lector::gpu

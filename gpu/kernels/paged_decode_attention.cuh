@@ -7,8 +7,7 @@
 //
 // Contract under PDL (common.cuh): with partitions of at most 64 keys (paged_attention_simt.cuh) it loads K
 // and V before waiting for the previous kernel on the stream, and reloads only each sequence's newest
-// token after the wait, so the previous kernel may write that slot and no other. With the rope prologue
-// (DecodeRope below) the newest token comes from the kernel's own inputs instead.
+// token after the wait, so the previous kernel may write that slot and no other.
 //
 // Page table: blockTable [numSeqs, maxBlocksPerSeq] of int32 block ids; token t of sequence s lives
 // in block blockTable[s][t / kKvBlockSize] at offset t % kKvBlockSize. Cache layout as in
@@ -18,32 +17,6 @@
 #include "gpu/kernels/types.h"
 
 namespace lector::gpu {
-
-// Optional prologue of a decode step's attention (PagedDecodeAttentionParams::rope): the query, key and
-// value arrive raw from the QKV projection, and the kernel applies QK-norm + XD-RoPE itself
-// (qk_norm_rope.cuh's numerics: rotate, RMS-normalise, round to the dtype), writes the new token's K and
-// V into the cache at slotMapping, and uses them for the sequence's newest key (position
-// contextLens - 1) without reading that slot back. One kernel per layer less than qk_norm_rope followed
-// by the attention. The query itself is not modified. Positions, the table, the weights and the slots are
-// read before waiting for the previous kernel (they are step inputs or constants).
-struct DecodeRope {
-    const void* key = nullptr;        // [numSeqs, numKvHeads, headDim], keySeqStride; null: no prologue
-    const void* value = nullptr;      // [numSeqs, numKvHeads, headDim], valueSeqStride
-    int64_t keySeqStride = 0;         // elements
-    int64_t valueSeqStride = 0;
-    const void* positions = nullptr;  // [numPosAxes, numSeqs], positionsAxisStride; int64 or int32
-    bool positionsInt64 = true;
-    int64_t positionsAxisStride = 0;
-    const float* cosSinCache = nullptr;  // [maxPosition, headDim] float32, as qk_norm_rope.cuh
-    int maxPosition = 0;
-    int numPosAxes = 1;
-    int sections[4] = {0, 0, 0, 0};
-    const void* queryNormWeight = nullptr;  // [headDim] or nullptr
-    const void* keyNormWeight = nullptr;
-    float eps = 1e-5f;
-    const int64_t* slotMapping = nullptr;  // [numSeqs]: cache slot of the new token; outside [0, numCacheSlots): none
-    int64_t numCacheSlots = 0;
-};
 
 struct PagedDecodeAttentionParams {
     DType dtype = DType::F16;          // of query, out and the caches
@@ -66,7 +39,6 @@ struct PagedDecodeAttentionParams {
     int maxContextLen = 0;             // host-side bound on contextLens: sizes the grid
     int partitionSize = 0;             // split-K tokens per CTA: a multiple of kKvBlockSize, or 0 = no split
     float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
-    DecodeRope rope;                   // optional QK-norm + RoPE + K/V write in front (see above)
 };
 
 // Below 256 the automatic choice takes 64: one KV block per warp, the variant that loads K and V before

@@ -8,8 +8,7 @@
 
 namespace lector::gpu::ref {
 
-// One exact softmax over the whole context: partitionSize and workspace are ignored. With p.rope it
-// first runs qkNormRopeRef (with its K/V write) on copies of the raw query and key.
+// One exact softmax over the whole context: partitionSize and workspace are ignored.
 void pagedDecodeAttentionRef(const PagedDecodeAttentionParams& p);
 
 }  // namespace lector::gpu::ref

@@ -4,9 +4,7 @@
 // shuffled block ids, GQA, split-K on and off.
 #include <ATen/ATen.h>
 
-#include <array>
 #include <cmath>
-#include <tuple>
 
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -155,136 +153,6 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
             }
         }
     }
-}
-
-namespace {
-
-// [maxPos, 128] float32 rotation table: cos | sin of pos * 10000^(-2j/128).
-at::Tensor ropeTable(int maxPos)
-{
-    at::Tensor cache = at::empty({maxPos, kHeadDim}, at::kDouble);
-    auto c = cache.accessor<double, 2>();
-    for (int pos = 0; pos < maxPos; ++pos)
-        for (int j = 0; j < kHeadDim / 2; ++j) {
-            const double angle = pos * std::pow(10000.0, -2.0 * j / kHeadDim);
-            c[pos][j] = std::cos(angle);
-            c[pos][kHeadDim / 2 + j] = std::sin(angle);
-        }
-    return cache.to(at::kFloat);
-}
-
-// Slot of each sequence's newest key (position contextLens - 1) from the fixture's block table.
-at::Tensor newestSlots(const kt::PagedKv& kv)
-{
-    std::vector<int64_t> slots;
-    for (size_t s = 0; s < kv.contexts.size(); ++s) {
-        const int t = kv.contexts[s] - 1;
-        slots.push_back(int64_t(kv.blockTable[int64_t(s)][t / 16].item<int32_t>()) * 16 + t % 16);
-    }
-    return at::tensor(slots, at::kLong);
-}
-
-}  // namespace
-
-// The rope prologue (QK-norm + 4-axis XD-RoPE + K/V write inside the kernel) against the reference
-// composition (qk_norm_rope's reference with its K/V write, then the attention reference), on raw q/k/v
-// views of one fused QKV row, over the paging matrix and every split; the caches must differ from the
-// fixture exactly at the new slots, and the raw inputs must be left as they were.
-LECTOR_TEST(cudaRopePrologueMatchesReference)
-{
-    kt::requireCuda();
-    const std::vector<Case> ropeCases{
-        {"context 1", {1}, 16, 8},
-        {"partial and exact blocks", {16, 33, 100}, 16, 8},
-        {"odd sizes 7 and 769", {7, 769, 1, 5}, 16, 8},
-        {"page context and long (split-K)", {1076, 2048, 17}, 16, 8},
-        {"GQA 4", {300, 64}, 8, 2},
-    };
-    const int maxPos = 4096;
-    const at::Tensor cosSin = ropeTable(maxPos);
-    const std::vector<int> sections{16, 16, 16, 16};
-    const double eps = 1e-6, scale = 1.0 / std::sqrt(double(kHeadDim));
-    for (at::ScalarType type : kt::floatTypes()) {
-        for (const Case& c : ropeCases) {
-            const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, type, 41);
-            const auto S = int64_t(c.contexts.size());
-            const int64_t hq = c.numQHeads, hk = c.numKvHeads, D = kHeadDim;
-            const at::Tensor qkv = kt::randn({S, (hq + 2 * hk) * D}, 42, type);
-            auto split = [&](const at::Tensor& t) {
-                return std::array<at::Tensor, 3>{t.narrow(1, 0, hq * D).view({S, hq, D}),
-                                                 t.narrow(1, hq * D, hk * D).view({S, hk, D}),
-                                                 t.narrow(1, (hq + hk) * D, hk * D).view({S, hk, D})};
-            };
-            const at::Tensor positions = at::randint(0, maxPos, {4, S}, kt::generator(43), at::kLong);
-            const at::Tensor qWeight = (kt::randn({D}, 44) * 0.2 + 1.0).to(type);
-            const at::Tensor kWeight = (kt::randn({D}, 45) * 0.2 + 1.0).to(type);
-            const at::Tensor slots = newestSlots(kv);
-            const int maxContext = *std::max_element(c.contexts.begin(), c.contexts.end());
-
-            // The reference, in the same dtype: it rounds the rotated q and k once, as the kernel does.
-            const at::Tensor refKeys = kv.keyCache.clone(), refValues = kv.valueCache.clone();
-            const at::Tensor ref = at::full({S, hq, D}, NAN, qkv.options());
-            const auto [q, k, v] = split(qkv);
-            lector::gpu::pagedDecodeAttentionRope(ref, q, k, v, positions, cosSin, qWeight, kWeight, sections, eps,
-                                                  refKeys, refValues, slots, kv.blockTable, kv.contextLens, maxContext,
-                                                  scale, -1);
-
-            std::vector<int64_t> partitions{-1, 64, 128, 256};
-            if (maxContext <= lector::gpu::kDecodeMaxPartition) partitions.push_back(0);
-            for (int64_t partition : partitions) {
-                const std::string what = kt::typeName(type) + " rope " + c.name + " partition " + std::to_string(partition);
-                const at::Tensor qkvCuda = qkv.cuda();
-                const auto [qc, kc, vc] = split(qkvCuda);
-                const at::Tensor keys = kv.keyCache.cuda(), values = kv.valueCache.cuda();
-                const at::Tensor out = at::full({S, hq, D}, NAN, qkvCuda.options());
-                const int64_t gridContext = partition > 0 ? kv.blockTable.size(1) * 16 : maxContext;
-                lector::gpu::pagedDecodeAttentionRope(out, qc, kc, vc, positions.cuda(), cosSin.cuda(), qWeight.cuda(),
-                                                      kWeight.cuda(), sections, eps, keys, values, slots.cuda(),
-                                                      kv.blockTable.cuda(), kv.contextLens.cuda(), gridContext, scale,
-                                                      partition);
-                kt::expectClose(what, out, ref, kt::nmseBound(type));
-                LECTOR_CHECK_MSG(at::equal(qkvCuda.cpu(), qkv), what << ": the raw q/k/v changed");
-                // New K and V at the slots (as the reference rounded them), the fixture everywhere else.
-                for (const auto& [got, want, before, name] :
-                     {std::tuple{keys, refKeys, kv.keyCache, "K"}, std::tuple{values, refValues, kv.valueCache, "V"}}) {
-                    const at::Tensor g = got.cpu().to(at::kFloat).view({-1, hk, D});
-                    const at::Tensor w = want.to(at::kFloat).view({-1, hk, D});
-                    kt::expectClose(what + " new " + name, g.index_select(0, slots), w.index_select(0, slots),
-                                    kt::nmseBound(type));
-                    at::Tensor rest = g.clone();
-                    rest.index_copy_(0, slots, before.to(at::kFloat).view({-1, hk, D}).index_select(0, slots));
-                    LECTOR_CHECK_MSG(at::allclose(rest, before.to(at::kFloat).view({-1, hk, D}), 0, 0, /*equal_nan=*/true),
-                                     what << ": " << name << " changed outside the new slots");
-                }
-            }
-        }
-    }
-}
-
-LECTOR_TEST(cudaRopePrologueWritesNothingForSlotsOutsideTheCache)
-{
-    kt::requireCuda();
-    // A graph's padding rows: slot -1. The cache stays as it was; the real row still matches.
-    const kt::PagedKv kv = kt::makePagedKv({40, 77}, 8, kHeadDim, at::kHalf, 46);
-    const int64_t D = kHeadDim;
-    const at::Tensor qkv = kt::randn({2, 32 * D}, 47, at::kHalf);
-    const at::Tensor positions = at::full({4, 2}, 76, at::kLong);
-    const at::Tensor slots = newestSlots(kv);
-    slots[0] = -1;
-    const at::Tensor cosSin = ropeTable(128);
-    const at::Tensor qc = qkv.cuda();
-    const at::Tensor keys = kv.keyCache.cuda(), values = kv.valueCache.cuda();
-    const at::Tensor out = at::empty({2, 16, D}, qc.options());
-    lector::gpu::pagedDecodeAttentionRope(out, qc.narrow(1, 0, 16 * D).view({2, 16, D}),
-                                          qc.narrow(1, 16 * D, 8 * D).view({2, 8, D}),
-                                          qc.narrow(1, 24 * D, 8 * D).view({2, 8, D}), positions.cuda(), cosSin.cuda(),
-                                          at::Tensor(), at::Tensor(), {16, 16, 16, 16}, 1e-6, keys, values,
-                                          slots.cuda(), kv.blockTable.cuda(), kv.contextLens.cuda(), 77, 0.09, 64);
-    const at::Tensor before = kv.keyCache.to(at::kFloat).view({-1, 8, D});
-    const at::Tensor after = keys.cpu().to(at::kFloat).view({-1, 8, D});
-    const int64_t row0 = newestSlots(kv)[0].item<int64_t>(), row1 = slots[1].item<int64_t>();
-    LECTOR_CHECK(at::allclose(after[row0], before[row0], 0, 0, true));
-    LECTOR_CHECK(!at::allclose(after[row1], before[row1], 0, 0, true));
 }
 
 LECTOR_TEST(cudaReadsStridedQueriesAndSkipsBadBlockIds)
