@@ -1,7 +1,8 @@
 // Skinny GEMM (decode-step projections): the reference against libtorch float64, and the CUDA kernel
 // against the reference for 1..8 rows, output counts that are not multiples of the CTA's 8 columns,
 // K with and without 16-byte vectors (the decoder's 1024 / 2048 / 3584, and 13), and strided rows of x.
-// The SiLU-and-mul input variant against siluAndMul followed by the plain product.
+// The SiLU-and-mul input variant against siluAndMul followed by the plain product; the float32 output
+// (the LM head's logits) against the dtype output widened.
 #include <ATen/ATen.h>
 
 #include "gpu/ref/skinny_gemm_ref.h"
