@@ -236,11 +236,9 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
 
 at::Tensor ModelRunner::logits(const at::Tensor& hidden) const
 {
-    if (hidden.size(0) <= m_skinnyRows[kNumProjections]) {  // float32 straight from the skinny GEMM
-        at::Tensor l = at::empty({hidden.size(0), m_decoder.lmHead().size(0)}, hidden.options().dtype(at::kFloat));
-        gpu::skinnyLinear(l, hidden, m_decoder.lmHead());
-        return l;
-    }
+    // float32 straight from the skinny GEMM, without a conversion pass
+    if (at::Tensor skinny = skinnyOrNone(hidden, m_decoder.lmHead(), kNumProjections, at::kFloat); skinny.defined())
+        return skinny;
     const at::Tensor l = m_lmHeadT.defined() ? at::mm(hidden, m_lmHeadT) : at::linear(hidden, m_decoder.lmHead());
     return l.to(at::kFloat);  // [rows, vocab]
 }
@@ -251,10 +249,11 @@ const at::Tensor& ModelRunner::weightOf(Projection p, size_t l) const
     return p == kQkv ? w.qkvProj : p == kO ? w.oProj : p == kGateUp ? w.gateUpProj : w.downProj;
 }
 
-at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const
+at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
+                                     std::optional<at::ScalarType> outType) const
 {
     if (x.size(0) > m_skinnyRows[which]) return at::Tensor();
-    at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options());
+    at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options().dtype(outType.value_or(x.scalar_type())));
     gpu::skinnyLinear(out, x, weight);
     return out;
 }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,8 +107,9 @@ private:
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
     // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` (kNumProjections: the LM
-    // head) at x's row count; else undefined.
-    at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which) const;
+    // head) at x's row count, into an output of outType (x's dtype, or float32); else undefined.
+    at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
+                            std::optional<at::ScalarType> outType = std::nullopt) const;
     bool graphable(const RunnerStep& step) const;
     at::Tensor runGraph(const RunnerStep& step);
 
