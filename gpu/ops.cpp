@@ -12,10 +12,12 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <sstream>
 
 #include "gpu/ref/kv_cache_write_ref.h"
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "gpu/ref/paged_prefill_attention_ref.h"
+#include "gpu/ref/persistent_decode_ref.h"
 #include "gpu/ref/qk_norm_rope_ref.h"
 #include "gpu/ref/rms_norm_ref.h"
 #include "gpu/ref/sample_tokens_ref.h"
@@ -573,6 +575,153 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input)
     p.d = toInt(out.size(1), op, "d");
     if (p.d == 0) return;
     dispatch(input, op, p, LECTOR_LAUNCHER(launchSiluAndMul), &ref::siluAndMulRef);
+}
+
+// --- a whole decode step of one sequence in one kernel ---
+
+std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m)
+{
+    auto because = [](auto&&... parts) {
+        std::ostringstream out;
+        (out << ... << parts);
+        return out.str();
+    };
+    const at::Tensor& anchor = m.embed;
+    if (!anchor.defined() || anchor.dim() != 2 || m.layers.empty() || !m.layers[0].queryNorm.defined() ||
+        !m.layers[0].down.defined() || m.layers[0].down.dim() != 2 || m.numKvHeads <= 0 ||
+        m.numQHeads % m.numKvHeads != 0)
+        return "incomplete model (embedding, layers or head counts)";
+    const int64_t hidden = anchor.size(1), vocab = anchor.size(0);
+    const int64_t headDim = m.layers[0].queryNorm.size(0), intermediate = m.layers[0].down.size(1);
+    const at::ScalarType type = anchor.scalar_type();
+    if (type != at::kFloat && type != at::kHalf && type != at::kBFloat16) return "dtype is not float32/float16/bfloat16";
+    // Contiguous, of these sizes, on the anchor's device in its dtype, 16-byte aligned for the bulk copies.
+    auto fits = [&](const at::Tensor& t, std::initializer_list<int64_t> sizes) {
+        return t.defined() && t.sizes() == at::IntArrayRef(sizes) && t.device() == anchor.device() &&
+               t.scalar_type() == type && t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+    };
+    const int64_t qkvRows = (m.numQHeads + 2 * m.numKvHeads) * headDim, attnWidth = m.numQHeads * headDim;
+    if (!fits(m.lmHead, {vocab, hidden}) || !fits(m.finalNorm, {hidden})) return "LM head or final norm of another shape";
+    const int64_t numBlocks = m.layers[0].keyCache.defined() ? m.layers[0].keyCache.size(0) : 0;
+    for (size_t l = 0; l < m.layers.size(); ++l) {
+        const PersistentDecoderModel::Layer& w = m.layers[l];
+        if (!fits(w.inputNorm, {hidden}) || !fits(w.qkv, {qkvRows, hidden}) || !fits(w.queryNorm, {headDim}) ||
+            !fits(w.keyNorm, {headDim}) || !fits(w.o, {hidden, attnWidth}) || !fits(w.postNorm, {hidden}) ||
+            !fits(w.gateUp, {2 * intermediate, hidden}) || !fits(w.down, {hidden, intermediate}))
+            return because("layer ", l, " has a tensor of another shape, dtype or device, or not contiguous");
+        if (!fits(w.keyCache, {numBlocks, kKvBlockSize, m.numKvHeads, headDim}) ||
+            !fits(w.valueCache, {numBlocks, kKvBlockSize, m.numKvHeads, headDim}))
+            return because("layer ", l, "'s KV cache is not [", numBlocks, ", ", kKvBlockSize, ", ", m.numKvHeads, ", ",
+                           headDim, "] in the model's dtype");
+    }
+    if (!m.cosSin.defined() || m.cosSin.scalar_type() != at::kFloat || m.cosSin.dim() != 2 ||
+        m.cosSin.size(1) != headDim || !m.cosSin.is_contiguous() || m.cosSin.device() != anchor.device())
+        return "rotary table is not [maxPosition, headDim] float32";
+    if (m.sections.empty() || m.sections.size() > 4 ||
+        std::accumulate(m.sections.begin(), m.sections.end(), int64_t(0)) != headDim / 2)
+        return "XD-RoPE sections do not cover headDim / 2";
+    if (anchor.is_cpu()) return "";
+    if (!anchor.is_cuda()) return because("tensors on ", anchor.device());
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    if (persistentDecodeCtas(anchor.device().index()) == 0) return "the kernel needs sm_90 or newer";
+#else
+    return "this build has no CUDA kernels";
+#endif
+    const int64_t group = m.numQHeads / m.numKvHeads, slotElems = kPersistentDecodeMaxWidth;
+    if (type == at::kFloat) return "the kernel takes float16 or bfloat16";
+    if (headDim != 128 || group > 2) return because("head dim ", headDim, ", group ", group, " (kernel: 128, 1 or 2)");
+    if (hidden % 8 != 0 || intermediate % 8 != 0 || hidden > slotElems || intermediate > slotElems || attnWidth > slotElems)
+        return because("hidden ", hidden, " / intermediate ", intermediate, ": multiples of 8 up to ", slotElems);
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    PersistentDecodeParams shape;
+    shape.hidden = static_cast<int>(hidden);
+    shape.intermediate = static_cast<int>(intermediate);
+    shape.numQHeads = m.numQHeads;
+    shape.numKvHeads = m.numKvHeads;
+    shape.headDim = static_cast<int>(headDim);
+    shape.numCtas = persistentDecodeCtas(anchor.device().index());
+    int optIn = 0;
+    cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, anchor.device().index());
+    if (persistentDecodeSmemBytes(shape) > optIn)
+        return because("needs ", persistentDecodeSmemBytes(shape), " bytes of shared memory, the device has ", optIn);
+#endif
+    return "";
+}
+
+PersistentDecoder::PersistentDecoder(PersistentDecoderModel model) : m_model(std::move(model))
+{
+    const char* op = "PersistentDecoder";
+    const std::string why = unsupportedReason(m_model);
+    TORCH_CHECK(why.empty(), op, ": ", why);
+    const PersistentDecoderModel& m = m_model;
+    PersistentDecodeParams& p = m_params;
+    p.dtype = dtypeOf(m.embed, op, "embed");
+    p.numLayers = toInt(static_cast<int64_t>(m.layers.size()), op, "numLayers");
+    p.hidden = toInt(m.embed.size(1), op, "hidden");
+    p.intermediate = toInt(m.layers[0].down.size(1), op, "intermediate");
+    p.numQHeads = m.numQHeads;
+    p.numKvHeads = m.numKvHeads;
+    p.headDim = toInt(m.layers[0].queryNorm.size(0), op, "headDim");
+    p.vocab = toInt(m.embed.size(0), op, "vocab");
+    p.eps = static_cast<float>(m.eps);
+    p.scale = static_cast<float>(m.scale);
+    p.embed = m.embed.data_ptr();
+    p.finalNorm = m.finalNorm.data_ptr();
+    p.lmHead = m.lmHead.data_ptr();
+    p.cosSin = m.cosSin.data_ptr<float>();
+    p.maxPosition = toInt(m.cosSin.size(0), op, "maxPosition");
+    p.numPosAxes = static_cast<int>(m.sections.size());
+    std::copy(m.sections.begin(), m.sections.end(), p.sections);
+    p.numCacheBlocks = toInt(m.layers[0].keyCache.size(0), op, "numCacheBlocks");
+    std::vector<int64_t> table;
+    for (const PersistentDecoderModel::Layer& w : m.layers) {
+        const at::Tensor* order[kPlCount] = {&w.inputNorm, &w.qkv, &w.queryNorm, &w.keyNorm, &w.o,
+                                             &w.postNorm, &w.gateUp, &w.down, &w.keyCache, &w.valueCache};
+        for (const at::Tensor* t : order) table.push_back(reinterpret_cast<int64_t>(t->data_ptr()));
+    }
+    m_table = at::tensor(table, at::kLong).to(m.embed.device());
+    p.layers = reinterpret_cast<const void* const*>(m_table.data_ptr<int64_t>());
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    if (m.embed.is_cuda()) {
+        p.numCtas = persistentDecodeCtas(m.embed.device().index());
+        m_workspace = at::empty({persistentDecodeWorkspaceBytes(p)}, m.embed.options().dtype(at::kByte));
+        m_counters = at::zeros({persistentDecodeCounterWords(p.numLayers, p.numKvHeads)}, m.embed.options().dtype(at::kInt));
+        p.workspace = m_workspace.data_ptr();
+        p.counters = reinterpret_cast<uint32_t*>(m_counters.data_ptr<int32_t>());
+    }
+#endif
+}
+
+void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId, const at::Tensor& positions,
+                             const at::Tensor& slot, const at::Tensor& contextLen, const at::Tensor& blockTable) const
+{
+    const char* op = "PersistentDecoder::step";
+    const at::Tensor& anchor = m_model.embed;
+    TORCH_CHECK(logits.defined() && logits.device() == anchor.device() && logits.scalar_type() == at::kFloat &&
+                    logits.numel() == m_params.vocab && logits.is_contiguous(),
+                op, ": logits must be ", m_params.vocab, " contiguous float32 values on ", anchor.device());
+    for (const at::Tensor* t : {&tokenId, &slot, &contextLen, &blockTable, &positions})
+        TORCH_CHECK(t->defined() && t->device() == anchor.device(), op, ": step inputs must be on ", anchor.device());
+    TORCH_CHECK(tokenId.scalar_type() == at::kLong && tokenId.numel() == 1 && slot.scalar_type() == at::kLong &&
+                    slot.numel() == 1 && contextLen.scalar_type() == at::kInt && contextLen.numel() == 1,
+                op, ": tokenId and slot must be one int64, contextLen one int32");
+    TORCH_CHECK(positions.scalar_type() == at::kLong && positions.dim() == 2 &&
+                    positions.size(0) == m_params.numPosAxes && positions.size(1) == 1,
+                op, ": positions must be [", m_params.numPosAxes, ", 1] int64, got ", positions.sizes());
+    TORCH_CHECK(blockTable.scalar_type() == at::kInt && blockTable.is_contiguous() && blockTable.numel() > 0, op,
+                ": blockTable must be contiguous int32 block ids");
+    if (contextLen.is_cpu())  // the reference reads the table: check it covers the context
+        TORCH_CHECK(ceilDiv(std::max(*contextLen.data_ptr<int32_t>(), 0), kKvBlockSize) <= blockTable.numel(), op,
+                    ": blockTable has ", blockTable.numel(), " blocks for ", *contextLen.data_ptr<int32_t>(), " keys");
+    PersistentDecodeParams p = m_params;
+    p.tokenId = tokenId.data_ptr<int64_t>();
+    p.positions = positions.data_ptr<int64_t>();
+    p.positionsAxisStride = positions.stride(0);
+    p.slot = slot.data_ptr<int64_t>();
+    p.contextLen = contextLen.data_ptr<int32_t>();
+    p.blockTable = blockTable.data_ptr<int32_t>();
+    p.logits = logits.data_ptr<float>();
+    dispatch(anchor, op, p, LECTOR_LAUNCHER(launchPersistentDecode), &ref::persistentDecodeRef);
 }
 
 // --- sampling ---

@@ -15,9 +15,11 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
 #include <vector>
 
 #include "gpu/kernels/paged_prefill_attention.cuh"
+#include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 
 namespace lector::gpu {
@@ -99,6 +101,55 @@ void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& 
 void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,
                             const at::Tensor& residualOut, const at::Tensor& normWeight, double eps,
                             const at::Tensor& weight);
+
+// --- a whole decode step of one sequence in one kernel ---
+
+// The decoder as the persistent decode step reads it: every matrix [out, in] with contiguous rows, all
+// in one dtype on one device, and each layer's paged caches [numBlocks, kKvBlockSize, numKvHeads, headDim].
+struct PersistentDecoderModel {
+    struct Layer {
+        at::Tensor inputNorm, qkv, queryNorm, keyNorm, o, postNorm, gateUp, down;  // as TextDecoder::Layer
+        at::Tensor keyCache, valueCache;
+    };
+    std::vector<Layer> layers;
+    at::Tensor embed;      // [vocab, hidden]
+    at::Tensor finalNorm;  // [hidden]
+    at::Tensor lmHead;     // [vocab, hidden]
+    at::Tensor cosSin;     // [maxPosition, headDim] float32 (cos | sin halves)
+    std::vector<int> sections;
+    int numQHeads = 0;
+    int numKvHeads = 0;
+    double eps = 1e-5;
+    double scale = 1.0;    // softmax scale
+};
+
+// One decode step of a batch of one through every layer, the final norm and the LM head
+// (persistent_decode.cuh): one kernel on CUDA, the chain of references on the CPU. Built once per
+// model and cache (it keeps a device table of the tensors' addresses, a workspace and the zeroed
+// counters); the tensors must outlive it. Engine thread.
+class PersistentDecoder {
+public:
+    // Empty when step() can run this model on its device, else why not (the kernel needs sm_90, float16
+    // or bfloat16, head dim 128 and the shapes of persistent_decode.cuh; the CPU reference takes any).
+    static std::string unsupportedReason(const PersistentDecoderModel& model);
+    // TORCH_CHECKs unsupportedReason() and the shapes.
+    explicit PersistentDecoder(PersistentDecoderModel model);
+
+    // logits [1, vocab] float32 of the token tokenId [1] int64 at positions [numAxes, 1] int64, its K/V
+    // written to slot [1] int64, attending to contextLen [1] int32 keys (itself included) of the
+    // blockTable [>= ceil(contextLen / 16)] int32 blocks. All on the model's device, read when the step
+    // runs (so a CUDA graph can capture it with fixed inputs).
+    void step(const at::Tensor& logits, const at::Tensor& tokenId, const at::Tensor& positions, const at::Tensor& slot,
+              const at::Tensor& contextLen, const at::Tensor& blockTable) const;
+    int numCtas() const { return m_params.numCtas; }
+
+private:
+    PersistentDecoderModel m_model;
+    PersistentDecodeParams m_params;  // the model's part
+    at::Tensor m_table;               // [numLayers * kPlCount] int64 addresses, on the model's device
+    at::Tensor m_workspace;           // CUDA only
+    at::Tensor m_counters;            // CUDA only: zero between steps
+};
 
 // --- sampling ---
 

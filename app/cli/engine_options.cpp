@@ -27,6 +27,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"gpu-memory-utilization", "F", "hunyuan-ocr on cuda: fraction of the GPU's memory to fill with weights + KV cache (default 0.9)"},
         {"runner", "NAME", "hunyuan-ocr decoder: auto (fused kernels + CUDA graphs on cuda, reference on cpu), fused (on cpu: scalar kernel references, for tests), reference"},
         {"no-cuda-graphs", "", "hunyuan-ocr on cuda: run decode steps eagerly (for comparison)"},
+        {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 2048)"},
     };
 }
@@ -69,6 +70,9 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (config.hunyuanRunner != "auto" && config.hunyuanRunner != "fused" && config.hunyuanRunner != "reference")
         return "--runner expects auto, fused or reference, got '" + config.hunyuanRunner + "'";
     config.cudaGraphs = !args.has("no-cuda-graphs");
+    config.persistentDecode = args.value("persistent-decode", "auto");
+    if (config.persistentDecode != "auto" && config.persistentDecode != "on" && config.persistentDecode != "off")
+        return "--persistent-decode expects auto, on or off, got '" + config.persistentDecode + "'";
     return std::nullopt;
 }
 

@@ -4,7 +4,7 @@
 # (paged decode attention at batch 64 / context 4096 against SDPA and the measured copy bandwidth,
 # plus the other kernels). Logs and the results table go into $OUT/gpu-results.tar.gz; the summary
 # and the table are also printed last (they are what the device tool's reply shows).
-#   usage (repository root, on the GPU machine): bash bench/gpu/run_gpu.sh
+#   usage (repository root, on the GPU machine): bash bench/gpu/run_gpu.sh   (TESTS="tst_a tst_b" runs only those)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/build-gpu/out}
@@ -37,10 +37,10 @@ grep -E "Function|REG|STACK|LOCAL" "$WORK/resource-usage.txt" | paste - - | \
   > "$WORK/resource-summary.txt" 2>/dev/null || true
 
 step "kernel tests"
-TESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens"
+TESTS=${TESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"}
 pids=()
 for t in $TESTS; do
-  ( OMP_NUM_THREADS=2 timeout 200 "$BUILD/tests/kernels/$t" > "$WORK/$t.log" 2>&1; echo "exit $?" >> "$WORK/$t.log" ) &
+  ( OMP_NUM_THREADS=2 timeout 240 "$BUILD/tests/kernels/$t" > "$WORK/$t.log" 2>&1; echo "exit $?" >> "$WORK/$t.log" ) &
   pids+=($!)
 done
 wait "${pids[@]}"
@@ -51,7 +51,7 @@ for t in $TESTS; do
 done
 
 step "benchmark"
-timeout 150 "$BUILD/bench_paged_attention" "$WORK/bench.md" > "$WORK/bench.log" 2>&1
+timeout 200 "$BUILD/bench_paged_attention" "$WORK/bench.md" > "$WORK/bench.log" 2>&1
 echo "bench exit $?"
 
 tar czf "$OUT/gpu-results.tar.gz" -C /tmp gpu-results

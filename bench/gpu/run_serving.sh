@@ -6,6 +6,8 @@
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
+#   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
+#     (bench_persistent_decode);
 #   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption).
@@ -34,8 +36,8 @@ REF=$!
 
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention tst_model_runner $KTESTS > "$W/build.log" 2>&1
+KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -70,11 +72,19 @@ step "paged decode attention alone (table 3)"
 timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
 grep -E "^\|" "$W/attention.md" | head -20
 
+step "the persistent decode step alone (check against the CPU reference, time, parts)"
+timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
+grep -E "FAILED|as shipped|LM head alone \(|no copies, no waits|stream alone|layer:" "$W/persistent.md" | head -12
+
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
 LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
   | sed 's/^/without PDL: /' | tee -a "$W/latency.txt"
+for mode in on off; do
+  LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p000.ppm $H --persistent-decode $mode --warmup 1 --repeat 5 --no-throughput 2>&1 \
+    | grep -E "^(decode|per_token|total)|persistent|kernel chain" | sed "s/^/--persistent-decode $mode: /" | tee -a "$W/latency.txt"
+done
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
 timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1

@@ -101,6 +101,9 @@ struct EngineConfig {
     // references, for tests) or "reference" (core/model/hunyuan/decoder.h through the paged KV view).
     std::string hunyuanRunner = "auto";
     bool cudaGraphs = true;                // the fused runner replays captured graphs for decode steps
+    // Single-sequence decode steps of the fused runner as one persistent kernel (sm_90): "auto" where it
+    // measures faster than the kernel chain at load, "on", "off" (core/runner/model_runner.h).
+    std::string persistentDecode = "auto";
 };
 
 struct EngineInfo {

@@ -130,9 +130,12 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
                                                " query heads per KV head");
         runner::RunnerOptions ro;
         ro.cudaGraphs = config.cudaGraphs;
+        using P = runner::RunnerOptions::Persistent;
+        ro.persistentDecode = config.persistentDecode == "on" ? P::Always : config.persistentDecode == "off" ? P::Never : P::Auto;
         backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         backend->m_runner->tuneLayouts();
+        LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
         // Our kernels were validated on one GPU generation: where they disagree with the reference
         // decoder on this card, serve with the reference instead of producing wrong text.

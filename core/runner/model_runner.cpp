@@ -83,6 +83,38 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const auto [cos, sin] = decoder.rope().cosSin(pos, decoder.dtype());  // [maxPos, headDim] each
     const std::int64_t half = c.headDim / 2;
     m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
+
+    // The persistent decoder reads the same weights and caches in place.
+    gpu::PersistentDecoderModel pm;
+    for (size_t l = 0; l < decoder.layers().size(); ++l) {
+        const hy::TextDecoder::Layer& w = decoder.layers()[l];
+        const int li = static_cast<int>(l);
+        pm.layers.push_back({w.inputNorm, w.qkvProj, w.queryNorm, w.keyNorm, w.oProj, w.postNorm, w.gateUpProj,
+                             w.downProj, kv.keys(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim}),
+                             kv.values(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim})});
+    }
+    pm.embed = decoder.embedTokens();
+    pm.finalNorm = decoder.finalNorm();
+    pm.lmHead = decoder.lmHead();
+    pm.cosSin = m_cosSin;
+    pm.sections = m_sections;
+    pm.numQHeads = c.numHeads;
+    pm.numKvHeads = c.numKvHeads;
+    pm.eps = c.rmsNormEps;
+    pm.scale = m_scale;
+    using P = RunnerOptions::Persistent;
+    std::string why = options.persistentDecode == P::Never ? "off (runner option)"
+                      : options.persistentDecode == P::Auto && !decoder.device().is_cuda()
+                          ? "off (CPU: the kernel chain)"
+                          : gpu::PersistentDecoder::unsupportedReason(pm);
+    if (why.empty()) {
+        m_persistent = std::make_unique<gpu::PersistentDecoder>(std::move(pm));
+        m_persistentReport = "persistent decode kernel for single-sequence steps" +
+                             (m_persistent->numCtas() > 0 ? " (" + std::to_string(m_persistent->numCtas()) + " CTAs)"
+                                                          : std::string(" (CPU reference)"));
+    } else {
+        m_persistentReport = "single-sequence steps run the kernel chain: " + why;
+    }
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -369,8 +401,41 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         for (size_t l = 0; l < layers.size(); ++l)
             m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
     }
+    choosePersistent(report);
     m_layoutReport = report;
     return report;
+}
+
+void ModelRunner::choosePersistent(std::vector<std::string>& report)
+{
+    if (!m_persistent || m_options.persistentDecode == RunnerOptions::Persistent::Always) return;
+    // One decode step of one sequence at a page's context, both ways, on the empty pool's first blocks
+    // (their contents do not matter for timing): the persistent kernel against the kernel chain with the
+    // layouts just chosen and the graphs' partition for a single sequence.
+    const int bs = m_kv.blockSize();
+    const std::int64_t context = std::min<std::int64_t>(1076, std::int64_t(m_kv.numSlots()));
+    RunnerStep step;
+    RunnerSequence seq;
+    seq.numNew = 1;
+    seq.past = context - 1;
+    for (std::int64_t b = 0; b * bs < context; ++b) seq.blocks.push_back(static_cast<int>(b));
+    seq.sample = true;
+    step.seqs.push_back(seq);
+    step.tokenIds.push_back(0);
+    step.positions.assign(static_cast<size_t>(m_decoder.rope().numAxes()), context - 1);
+    const Metadata meta = upload(step);
+    const at::Device device = m_decoder.device();
+    const double persistentUs = gpu::graphMicros(device, [&] { (void)runPersistent(meta); }, 5);
+    m_decodePartition = kGraphPartitionSmall;
+    const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
+    m_decodePartition = -1;
+    const bool keep = persistentUs < chainUs;
+    auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
+    m_persistentReport = (keep ? "persistent decode kernel for single-sequence steps: " : "single-sequence steps run the kernel chain: ") +
+                         us(persistentUs) + " us per step against the chain's " + us(chainUs) + " us at context " +
+                         std::to_string(context);
+    report.push_back(m_persistentReport);
+    if (!keep) m_persistent.reset();
 }
 
 // --- steps ---
@@ -381,7 +446,22 @@ at::Tensor ModelRunner::run(const RunnerStep& step)
     if (graphable(step)) return runGraph(step);
     m_decodePartition = -1;  // automatic for eager steps
     const Metadata meta = upload(step);
+    if (persistentStep(meta)) return runPersistent(meta);
     return logits(forward(embedRows(meta, step.promptEmbeds), meta));
+}
+
+bool ModelRunner::persistentStep(const Metadata& meta) const
+{
+    return m_persistent && meta.decodeOnly && meta.numSeqs == 1 && meta.numRows == 1 && !meta.promptRows.defined() &&
+           !meta.sampleRows.defined();
+}
+
+at::Tensor ModelRunner::runPersistent(const Metadata& meta) const
+{
+    at::Tensor logits = at::empty({1, m_decoder.config().vocabSize},
+                                  at::TensorOptions().dtype(at::kFloat).device(m_decoder.device()));
+    m_persistent->step(logits, meta.ids, meta.positions, meta.slots, meta.contextLens, meta.blockTable.view({-1}));
+    return logits;
 }
 
 bool ModelRunner::graphable(const RunnerStep& step) const
@@ -431,7 +511,10 @@ int ModelRunner::captureGraphs()
         m_graphInput32.narrow(0, b, b * maxBlocks).zero_();
         m_decodePartition = b <= 8 ? kGraphPartitionSmall : b <= 64 ? kGraphPartitionMedium : kGraphPartitionLarge;
         auto graph = std::make_unique<DecodeGraph>();
-        auto body = [&] { graph->logits = logits(forward(embedRows(meta, at::Tensor()), meta)); };
+        const bool persistent = persistentStep(meta);
+        auto body = [&] {
+            graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
+        };
         body();  // warm-up: cuBLAS handles and workspaces exist before capture
         graph->graph.capture(device, body, pool);
         pool = &graph->graph;

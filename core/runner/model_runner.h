@@ -7,6 +7,8 @@
 // libtorch matrix products, or gpu/'s skinny GEMM at few rows where it measures faster (tuneLayouts).
 // Decode-only steps on CUDA replay a CUDA graph captured for the next
 // larger batch size of a ladder (1, 2, 4, 8, 16, 24, 32, ... 256), so a step is one graph launch.
+// A decode step of a single sequence runs the whole decoder as one persistent kernel instead
+// (gpu::PersistentDecoder, sm_90 float16/bfloat16; inside the batch-1 graph when graphs are on).
 // On the CPU the same code runs gpu/'s scalar references (tests; the engine's CPU path stays the
 // libtorch reference decoder). The arithmetic follows TextDecoder (RMSNorm in float32 then cast,
 // RoPE with tables rounded through the model dtype, softmax in float32).
@@ -27,6 +29,7 @@
 
 namespace lector::gpu {
 class CudaGraph;
+class PersistentDecoder;
 }
 
 namespace lector::runner {
@@ -39,6 +42,11 @@ struct RunnerOptions {
     // head use it up to this many rows (with the fused SiLU-mul and add + RMSNorm variants), so the tests
     // drive those paths through gpu/'s CPU references.
     int skinnyRows = -1;
+    // Decode steps of one sequence as one persistent kernel (gpu::PersistentDecoder): Auto where its
+    // CUDA kernel supports the model and device and tuneLayouts() measures it faster than the kernel
+    // chain; Always wherever it runs (also on the CPU, as its reference: tests); Never.
+    enum class Persistent { Auto, Always, Never };
+    Persistent persistentDecode = Persistent::Auto;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
@@ -80,6 +88,8 @@ public:
     // the o projection at one row on an H200), and uses gpu/'s skinny GEMM for steps of up to 8 rows
     // where that measures faster still. CUDA only (else a no-op); returns and keeps (layoutReport()) a
     // line per projection.
+    // On CUDA it also times a single-sequence decode step through the persistent kernel and through the
+    // kernel chain, and keeps the faster (unless options.persistentDecode is Always).
     std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
 
@@ -91,6 +101,8 @@ public:
     // the pool (call it before serving, while the pool is empty).
     double selfCheck(int tokens = 40);
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
+    // Whether single-sequence decode steps run the persistent kernel, and if not, why.
+    const std::string& persistentReport() const { return m_persistentReport; }
 
 private:
     struct Metadata;  // device tensors of one step
@@ -111,6 +123,10 @@ private:
     at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
                             std::optional<at::ScalarType> outType = std::nullopt) const;
     bool graphable(const RunnerStep& step) const;
+    // A decode step of one sequence that samples: what the persistent decoder runs.
+    bool persistentStep(const Metadata& meta) const;
+    at::Tensor runPersistent(const Metadata& meta) const;
+    void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
     at::Tensor runGraph(const RunnerStep& step);
 
     const model::hunyuan::TextDecoder& m_decoder;
@@ -124,6 +140,8 @@ private:
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
+    std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
+    std::string m_persistentReport;
     // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
     // Static inputs of the graphs. Graph b reads int64 [ids b | positions numAxes x b | slots b] and int32
     // [contextLens b | blockTable b x graphContextTokens / 16] from the start of these, so one step's

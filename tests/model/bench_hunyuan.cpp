@@ -218,6 +218,34 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         ops.push_back({"qkv skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outQkv, h, res, res2, w.inputNorm, 1e-5, w.qkvProj); }});
         ops.push_back({"gate/up skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outGateUp, h, res, res2, w.postNorm, 1e-5, w.gateUpProj); }});
     }
+    if (b == 1) {
+        // The whole step as one persistent kernel (same weights and caches), for the per-op sums above.
+        gpu::PersistentDecoderModel pm;
+        for (int l = 0; l < L; ++l) {
+            const auto& lw = decoder.layers()[static_cast<size_t>(l)];
+            pm.layers.push_back({lw.inputNorm, lw.qkvProj, lw.queryNorm, lw.keyNorm, lw.oProj, lw.postNorm, lw.gateUpProj,
+                                 lw.downProj, kv.keys(l).view({-1, bs, hk, d}), kv.values(l).view({-1, bs, hk, d})});
+        }
+        pm.embed = decoder.embedTokens();
+        pm.finalNorm = decoder.finalNorm();
+        pm.lmHead = decoder.lmHead();
+        pm.cosSin = cosSin;
+        pm.sections = c.xdropeSection;
+        pm.numQHeads = static_cast<int>(hq);
+        pm.numKvHeads = static_cast<int>(hk);
+        pm.eps = c.rmsNormEps;
+        pm.scale = scale;
+        if (const std::string why = gpu::PersistentDecoder::unsupportedReason(pm); why.empty()) {
+            auto persistent = std::make_shared<gpu::PersistentDecoder>(pm);
+            const at::Tensor logits = at::empty({1, c.vocabSize}, opts.dtype(at::kFloat));
+            const at::Tensor id = slots.remainder(1000), pos1 = pos.narrow(1, 0, 1);
+            ops.push_back({"persistent decode step (every layer + LM head)", 1, [=] {
+                               persistent->step(logits, id, pos1, slots, lens, table.view({-1}));
+                           }});
+        } else {
+            std::printf("- persistent decode step not timed: %s\n\n", why.c_str());
+        }
+    }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {
         const double us = gpu::graphMicros(device, op.fn);
@@ -310,30 +338,44 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     eagerOptions.cudaGraphs = false;
     runner::ModelRunner eager(decoder, kv, eagerOptions);
     eager.tuneLayouts();  // same layouts as the graphed runner: the columns differ by graphs only
+    // The batch-1 step without the persistent kernel (the kernel chain in a graph), in the same run.
+    runner::RunnerOptions chainOptions;
+    chainOptions.persistentDecode = runner::RunnerOptions::Persistent::Never;
+    chainOptions.maxGraphBatch = 1;
+    runner::ModelRunner chain(decoder, kv, chainOptions);
+    chain.tuneLayouts();
+    chain.captureGraphs();
+    std::printf("- batch 1: %s\n\n", graphed.persistentReport().c_str());
     // "queued" times 50 graphed steps issued back to back with one synchronisation at the end: the host
     // prepares each step while the device runs the previous one, as the engine's overlapped steps do.
-    std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s | graphs, queued back to back ms |\n"
-                "|---|---|---|---|---|\n", context);
-    for (int b : batches) {
-        const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
-        double ms[2] = {0, 0};
-        runner::ModelRunner* runners[2] = {&graphed, &eager};
-        for (int r = 0; r < 2; ++r) {
-            for (int w = 0; w < 3; ++w) sync(runners[r]->run(step));
-            std::vector<double> times;
-            for (int k = 0; k < 50; ++k) {
-                const auto s0 = Clock::now();
-                sync(runners[r]->run(step));
-                times.push_back(msSince(s0));
-            }
-            ms[r] = median(times);
+    auto timed = [&](runner::ModelRunner& r, const runner::RunnerStep& step, double& queued) {
+        for (int w = 0; w < 3; ++w) sync(r.run(step));
+        std::vector<double> times;
+        for (int k = 0; k < 50; ++k) {
+            const auto s0 = Clock::now();
+            sync(r.run(step));
+            times.push_back(msSince(s0));
         }
         at::Tensor out;
         const auto q0 = Clock::now();
-        for (int k = 0; k < 50; ++k) out = graphed.run(step);
+        for (int k = 0; k < 50; ++k) out = r.run(step);
         sync(out);
-        const double queued = msSince(q0) / 50;
-        std::printf("| batch %d | %.3f | %.3f | %.0f | %.3f |\n", b, ms[0], ms[1], b * 1000.0 / std::max(ms[0], 1e-9), queued);
+        queued = msSince(q0) / 50;
+        return median(times);
+    };
+    std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s | graphs, queued back to back ms | "
+                "kernel chain (graph) ms | kernel chain, queued ms |\n|---|---|---|---|---|---|---|\n", context);
+    for (int b : batches) {
+        const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
+        double queued = 0, eagerQueued = 0, chainQueued = 0;
+        const double graphMs = timed(graphed, step, queued), eagerMs = timed(eager, step, eagerQueued);
+        std::printf("| batch %d | %.3f | %.3f | %.0f | %.3f |", b, graphMs, eagerMs, b * 1000.0 / std::max(graphMs, 1e-9), queued);
+        if (b == 1) {
+            const double chainMs = timed(chain, step, chainQueued);
+            std::printf(" %.3f | %.3f |\n", chainMs, chainQueued);
+        } else {
+            std::printf(" = | = |\n");
+        }
     }
     std::printf("\n");
     if (device.is_cuda()) visionBackends(vision, must(preprocessImage(image, config.preprocess), "preprocess"));

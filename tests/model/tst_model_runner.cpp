@@ -60,6 +60,8 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
     runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, numBlocks, bs,
                               at::kFloat, at::kCPU);
     runner::ModelRunner runner(decoder, kv, options);
+    if (options.persistentDecode == runner::RunnerOptions::Persistent::Always)
+        LECTOR_CHECK_MSG(runner.persistentReport().find("CPU reference") != std::string::npos, runner.persistentReport());
 
     // Two sequences: prompts of 37 and 50 tokens, then 3 decode tokens each. Positions: axis 0 sequential,
     // the others scrambled (like image rows, where w / h / t differ from the sequence index).
@@ -72,7 +74,7 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
     int nextBlock = 0;
     for (int s = 0; s < 2; ++s) {
         Seq& q = seqs[static_cast<size_t>(s)];
-        const int total = promptLen[s] + 3;
+        const int total = promptLen[s] + 4;
         for (int i = 0; i < total; ++i) q.ids.push_back(static_cast<int>(rng() % 1000) + 5);
         q.positions = at::arange(total, at::kLong).unsqueeze(0).repeat({4, 1});
         for (int a = 1; a < 4; ++a)
@@ -91,6 +93,8 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
         {{0, 20, 17}, {1, 50, 1}},  // prefill tail + a decode (prefill kernel over both)
         {{0, 37, 1}, {1, 51, 1}},   // decodes only (decode kernel)
         {{1, 52, 1}, {0, 38, 1}},   // decodes, sequences in the other order
+        {{0, 39, 1}},               // a decode step of one sequence (the persistent decoder where it is on)
+        {{1, 53, 1}},
     };
     for (size_t k = 0; k < steps.size(); ++k) {
         runner::RunnerStep step;
@@ -121,8 +125,8 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
             step.deviceTokenIds = at::tensor(step.tokenIds, at::kLong);
             for (std::int64_t& id : step.tokenIds) id = (id + 1) % 1000;  // must not be read
         }
-        const at::Tensor got = runner.run(step);  // [2, vocab]
-        LECTOR_CHECK_EQ(got.size(0), 2);
+        const at::Tensor got = runner.run(step);  // [sequences, vocab]
+        LECTOR_CHECK_EQ(got.size(0), static_cast<int64_t>(want.size()));
         for (size_t i = 0; i < want.size(); ++i) {
             const double err = relErr(got[static_cast<int64_t>(i)], want[i]);
             LECTOR_CHECK_MSG(err < 2e-5, "step " << k << " chunk " << i << ": logits rel err " << err);
@@ -152,6 +156,17 @@ LECTOR_TEST(fusedRunnerWithSkinnyProjectionsMatchesTheReference)
 LECTOR_TEST(decodeIdsFedFromTheDeviceMatchTheReference)
 {
     checkStepByStep(runner::RunnerOptions{}, /*deviceIds=*/true);
+}
+
+// Single-sequence decode steps through gpu::PersistentDecoder (here its CPU reference, the kernel chain
+// spelled out over the same weights and paged caches), with host and device ids: the runner's wiring of
+// ids, positions, slot, context length and block table into it.
+LECTOR_TEST(persistentDecoderStepsMatchTheReference)
+{
+    runner::RunnerOptions options;
+    options.persistentDecode = runner::RunnerOptions::Persistent::Always;
+    checkStepByStep(options);
+    checkStepByStep(options, /*deviceIds=*/true);
 }
 
 // The load-time check the engine relies on to fall back to the reference decoder on a card where the

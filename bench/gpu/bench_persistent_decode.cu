@@ -1,0 +1,421 @@
+// bench_persistent_decode: the persistent batch-1 decode step (gpu/kernels/persistent_decode.cuh) alone,
+// on a random decoder of HunyuanOCR's shapes (24 layers, hidden 1024, 16 / 8 heads of 128, intermediate
+// 3584, vocabulary 120818), without libtorch: the step's time at several contexts against the bytes it
+// must read (every weight once plus the context's K/V) over the device-to-device copy bandwidth measured
+// in the same run; the same with every wait between CTAs skipped (wrong results: what the waits cost);
+// and where a step's time goes, from the kernel's clock64() trace of every stage of every CTA.
+// Only the CUDA runtime: it builds with nvcc alone (here or on the GPU machine) and runs anywhere the
+// driver does:
+//   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_persistent_decode.cu \
+//        gpu/kernels/persistent_decode.cu gpu/ref/*.cpp -o build-gpu/bench_persistent_decode
+// (or the CMake target of the same name in CUDA builds). It first checks the kernel against the CPU
+// reference (2 layers of the real shapes, both dtypes; exit code 1 on a mismatch).
+//   bench_persistent_decode [--layers 24] [--reps 20]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu/kernels/persistent_decode.cuh"
+#include "gpu/ref/persistent_decode_ref.h"
+
+namespace gpu = lector::gpu;
+
+namespace {
+
+void check(cudaError_t err, const char* what)
+{
+    if (err == cudaSuccess) return;
+    std::fprintf(stderr, "bench_persistent_decode: %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+}
+
+// Uniform values in [-scale, scale) + offset from a hash of the index (no zeros, no repeats).
+template <class T>
+__global__ void fillKernel(T* out, size_t n, uint32_t seed, float scale, float offset)
+{
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+        uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed * 2246822519u ^ static_cast<uint32_t>(i >> 32);
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        const float u = (h >> 8) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+        if constexpr (sizeof(T) == 2 && std::is_same_v<T, __half>) out[i] = __float2half_rn(u * scale + offset);
+        else out[i] = __float2bfloat16_rn(u * scale + offset);
+    }
+}
+
+struct Buffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+    explicit Buffer(size_t n) : bytes(n) { check(cudaMalloc(&ptr, n), "cudaMalloc"); }
+    ~Buffer() { cudaFree(ptr); }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+};
+
+template <class T>
+void fill(Buffer& b, uint32_t seed, float scale, float offset = 0.0f)
+{
+    fillKernel<T><<<1024, 256>>>(static_cast<T*>(b.ptr), b.bytes / sizeof(T), seed, scale, offset);
+    check(cudaGetLastError(), "fill");
+}
+
+double copyBandwidth()
+{
+    const size_t bytes = size_t(2) << 30;
+    Buffer a(bytes), b(bytes);
+    check(cudaMemset(a.ptr, 1, bytes), "memset");
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int i = 0; i < 12; ++i) {
+        cudaEventRecord(e0);
+        check(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice), "copy");
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float t = 0;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (i >= 2) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
+}
+
+struct Model {
+    gpu::PersistentDecodeParams p;
+    std::vector<Buffer*> owned;
+    Buffer* table = nullptr;
+    Buffer* blockTable = nullptr;
+    Buffer* inputs64 = nullptr;  // token, positions[4], slot
+    Buffer* contextLen = nullptr;
+    double weightBytes = 0;
+    int blocks = 0;
+    ~Model()
+    {
+        for (Buffer* b : owned) delete b;
+    }
+    Buffer* alloc(size_t bytes)
+    {
+        owned.push_back(new Buffer(bytes));
+        return owned.back();
+    }
+};
+
+template <class T>
+void build(Model& m, gpu::DType dtype, int layers, int maxContext)
+{
+    const int hidden = 1024, inter = 3584, hq = 16, hk = 8, d = 128, vocab = 120818;
+    gpu::PersistentDecodeParams& p = m.p;
+    p.dtype = dtype;
+    p.numLayers = layers;
+    p.hidden = hidden;
+    p.intermediate = inter;
+    p.numQHeads = hq;
+    p.numKvHeads = hk;
+    p.headDim = d;
+    p.vocab = vocab;
+    p.scale = 1.0f / std::sqrt(float(d));
+    m.blocks = (maxContext + 1 + 15) / 16;
+    uint32_t seed = 1;
+    auto matrix = [&](size_t out, size_t in) {
+        Buffer* b = m.alloc(out * in * sizeof(T));
+        fill<T>(*b, seed++, 1.7f / std::sqrt(float(in)));
+        m.weightBytes += double(b->bytes);
+        return b->ptr;
+    };
+    auto norm = [&](size_t n) {
+        Buffer* b = m.alloc(n * sizeof(T));
+        fill<T>(*b, seed++, 0.1f, 1.0f);
+        return b->ptr;
+    };
+    std::vector<const void*> table;
+    for (int l = 0; l < layers; ++l) {
+        const void* w[gpu::kPlCount];
+        w[gpu::kPlInputNorm] = norm(hidden);
+        w[gpu::kPlQkv] = matrix(size_t(hq + 2 * hk) * d, hidden);
+        w[gpu::kPlQueryNorm] = norm(d);
+        w[gpu::kPlKeyNorm] = norm(d);
+        w[gpu::kPlO] = matrix(hidden, size_t(hq) * d);
+        w[gpu::kPlPostNorm] = norm(hidden);
+        w[gpu::kPlGateUp] = matrix(2 * size_t(inter), hidden);
+        w[gpu::kPlDown] = matrix(hidden, inter);
+        for (int kv : {gpu::kPlKeyCache, gpu::kPlValueCache}) {
+            Buffer* b = m.alloc(size_t(m.blocks) * 16 * hk * d * sizeof(T));
+            fill<T>(*b, seed++, 1.0f);
+            w[kv] = b->ptr;
+        }
+        table.insert(table.end(), std::begin(w), std::end(w));
+    }
+    Buffer* embed = m.alloc(size_t(vocab) * hidden * sizeof(T));
+    fill<T>(*embed, seed++, 1.0f);
+    p.embed = embed->ptr;
+    p.finalNorm = norm(hidden);
+    p.lmHead = matrix(vocab, hidden);
+    m.table = m.alloc(table.size() * sizeof(void*));
+    check(cudaMemcpy(m.table->ptr, table.data(), m.table->bytes, cudaMemcpyHostToDevice), "table");
+    p.layers = static_cast<const void* const*>(m.table->ptr);
+    const int maxPos = 8192;
+    std::vector<float> cosSin(size_t(maxPos) * d);
+    for (int pos = 0; pos < maxPos; ++pos)
+        for (int j = 0; j < d / 2; ++j) {
+            const double a = pos * std::pow(10000.0, -2.0 * j / d);
+            cosSin[size_t(pos) * d + j] = float(std::cos(a));
+            cosSin[size_t(pos) * d + d / 2 + j] = float(std::sin(a));
+        }
+    Buffer* cs = m.alloc(cosSin.size() * 4);
+    check(cudaMemcpy(cs->ptr, cosSin.data(), cs->bytes, cudaMemcpyHostToDevice), "cosSin");
+    p.cosSin = static_cast<const float*>(cs->ptr);
+    p.maxPosition = maxPos;
+    p.numPosAxes = 4;
+    for (int a = 0; a < 4; ++a) p.sections[a] = 16;
+    p.numCacheBlocks = m.blocks;
+    // A shuffled block table.
+    std::vector<int32_t> ids(m.blocks);
+    for (int i = 0; i < m.blocks; ++i) ids[i] = i;
+    for (int i = m.blocks - 1; i > 0; --i) std::swap(ids[i], ids[(i * 7919 + 13) % (i + 1)]);
+    m.blockTable = m.alloc(ids.size() * 4);
+    check(cudaMemcpy(m.blockTable->ptr, ids.data(), m.blockTable->bytes, cudaMemcpyHostToDevice), "block table");
+    p.blockTable = static_cast<const int32_t*>(m.blockTable->ptr);
+    m.inputs64 = m.alloc(6 * 8);
+    m.contextLen = m.alloc(4);
+    p.tokenId = static_cast<const int64_t*>(m.inputs64->ptr);
+    p.positions = p.tokenId + 1;
+    p.positionsAxisStride = 1;
+    p.slot = p.tokenId + 5;
+    p.contextLen = static_cast<const int32_t*>(m.contextLen->ptr);
+    p.numCtas = gpu::persistentDecodeCtas(0);
+    Buffer* logits = m.alloc(size_t(vocab) * 4);
+    p.logits = static_cast<float*>(logits->ptr);
+    Buffer* ws = m.alloc(size_t(gpu::persistentDecodeWorkspaceBytes(p)));
+    p.workspace = ws->ptr;
+    Buffer* counters = m.alloc(size_t(gpu::persistentDecodeCounterWords(layers, hk)) * 4);
+    check(cudaMemset(counters->ptr, 0, counters->bytes), "counters");
+    p.counters = static_cast<uint32_t*>(counters->ptr);
+    m.weightBytes += 0;  // the embedding row (2 KB) is not counted
+    check(cudaDeviceSynchronize(), "build");
+}
+
+// Sets the step's inputs for a context of `context` keys (the new token the last).
+void setContext(Model& m, int context)
+{
+    std::vector<int32_t> ids(m.blocks);
+    check(cudaMemcpy(ids.data(), m.blockTable->ptr, ids.size() * 4, cudaMemcpyDeviceToHost), "ids");
+    const int newest = context - 1;
+    const int64_t in[6] = {4242, newest, newest, newest, newest, int64_t(ids[newest / 16]) * 16 + newest % 16};
+    check(cudaMemcpy(m.inputs64->ptr, in, sizeof in, cudaMemcpyHostToDevice), "inputs");
+    check(cudaMemcpy(m.contextLen->ptr, &context, 4, cudaMemcpyHostToDevice), "context");
+}
+
+double medianMs(const gpu::PersistentDecodeParams& p, int reps)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int i = 0; i < 3; ++i) check(gpu::launchPersistentDecode(p, nullptr), "warm-up");
+    check(cudaDeviceSynchronize(), "warm-up");
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+        cudaEventRecord(e0);
+        check(gpu::launchPersistentDecode(p, nullptr), "launch");
+        cudaEventRecord(e1);
+        check(cudaEventSynchronize(e1), "step");
+        float t = 0;
+        cudaEventElapsedTime(&t, e0, e1);
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+// Where the time goes: per stage, the mean over layers of the mean (and the slowest) CTA's wait and work.
+void traceTable(Model& m, double clockGhz)
+{
+    gpu::PersistentDecodeParams p = m.p;
+    const int stamps = gpu::persistentDecodeTraceStamps(p.numLayers), ctas = p.numCtas, L = p.numLayers;
+    Buffer trace(size_t(ctas) * stamps * 8);
+    check(cudaMemset(trace.ptr, 0, trace.bytes), "trace");
+    p.trace = static_cast<long long*>(trace.ptr);
+    check(gpu::launchPersistentDecode(p, nullptr), "traced launch");
+    check(cudaDeviceSynchronize(), "traced step");
+    std::vector<long long> t(size_t(ctas) * stamps);
+    check(cudaMemcpy(t.data(), trace.ptr, trace.bytes, cudaMemcpyDeviceToHost), "trace copy");
+    auto at = [&](int c, int l, int e) { return double(t[size_t(c) * stamps + 1 + size_t(l) * gpu::kPersistentTraceEvents + e]); };
+    struct Part { const char* name; int from, to; bool attendersOnly, mergersOnly; };
+    using E = gpu::PersistentTraceEvent;
+    const Part parts[] = {
+        {"wait: previous layer's down rows", E::kTraceQkvWait, E::kTraceQkvReady, false, false},
+        {"work: add + RMSNorm, QKV rows", E::kTraceQkvReady, E::kTraceQkvDone, false, false},
+        {"wait: every CTA's QKV rows", E::kTraceQkvDone, E::kTraceAttnReady, true, false},
+        {"work: RoPE, attention partition", E::kTraceAttnReady, E::kTraceAttnPartial, true, false},
+        {"work: merge (last partition of a head)", E::kTraceAttnPartial, E::kTraceAttnMerged, false, true},
+        {"wait: every head merged (from QKV done)", E::kTraceQkvDone, E::kTraceOReady, false, false},
+        {"work: O rows", E::kTraceOReady, E::kTraceODone, false, false},
+        {"wait: every CTA's O rows", E::kTraceODone, E::kTraceGateUpReady, false, false},
+        {"work: add + RMSNorm, gate/up rows", E::kTraceGateUpReady, E::kTraceGateUpDone, false, false},
+        {"wait: every CTA's gate/up rows", E::kTraceGateUpDone, E::kTraceDownReady, false, false},
+        {"work: down rows", E::kTraceDownReady, E::kTraceDownDone, false, false},
+        {"(layer: QKV wait to down done)", E::kTraceQkvWait, E::kTraceDownDone, false, false},
+    };
+    std::printf("\n| stage (context set above, per layer, us at %.2f GHz) | mean CTA | slowest CTA |\n|---|---|---|\n", clockGhz);
+    for (const Part& part : parts) {
+        double sum = 0, worst = 0;
+        int n = 0;
+        for (int l = 1; l < L; ++l) {  // layer 0 starts cold
+            double layerWorst = 0;
+            for (int c = 0; c < ctas; ++c) {
+                const double a = at(c, l, part.from), b = at(c, l, part.to);
+                if (a == 0 || b == 0) continue;  // stage not taken by this CTA
+                const double us = (b - a) / (clockGhz * 1e3);
+                if (part.mergersOnly && us <= 0) continue;
+                sum += us;
+                ++n;
+                layerWorst = std::max(layerWorst, us);
+            }
+            worst += layerWorst;
+        }
+        std::printf("| %s | %.2f | %.2f |\n", part.name, n ? sum / n : 0.0, worst / std::max(L - 1, 1));
+    }
+    double total = 0, lm = 0;
+    for (int c = 0; c < ctas; ++c) {
+        const double start = double(t[size_t(c) * stamps]), lmReady = double(t[size_t(c) * stamps + stamps - 2]),
+                     end = double(t[size_t(c) * stamps + stamps - 1]);
+        total = std::max(total, (end - start) / (clockGhz * 1e3));
+        lm = std::max(lm, (end - lmReady) / (clockGhz * 1e3));
+    }
+    std::printf("| whole step (slowest CTA, start to LM head done) | %.1f | |\n| LM head (final norm + rows) | %.1f | |\n", total, lm);
+}
+
+// The kernel against the CPU reference (gpu/ref) on this model: two steps, the second attending to the
+// first one's key. Returns false (and prints) when the logits differ by more than rounding.
+bool checkAgainstReference(Model& m, int context)
+{
+    // Host copies of every device buffer; device addresses in the tables map to them.
+    std::map<const void*, std::vector<unsigned char>> host;
+    for (Buffer* b : m.owned) {
+        std::vector<unsigned char>& h = host[b->ptr];
+        h.resize(b->bytes);
+        check(cudaMemcpy(h.data(), b->ptr, b->bytes, cudaMemcpyDeviceToHost), "host copy");
+    }
+    auto onHost = [&](const void* d) -> void* { return host.at(d).data(); };
+    std::vector<const void*> table(size_t(m.p.numLayers) * gpu::kPlCount);
+    check(cudaMemcpy(table.data(), m.table->ptr, table.size() * sizeof(void*), cudaMemcpyDeviceToHost), "table");
+    for (const void*& t : table) t = onHost(t);
+    gpu::PersistentDecodeParams r = m.p;
+    r.layers = table.data();
+    r.embed = onHost(m.p.embed);
+    r.finalNorm = onHost(m.p.finalNorm);
+    r.lmHead = onHost(m.p.lmHead);
+    r.cosSin = static_cast<const float*>(onHost(m.p.cosSin));
+    r.blockTable = static_cast<const int32_t*>(onHost(m.p.blockTable));
+    std::vector<float> want(m.p.vocab), got(m.p.vocab);
+    r.logits = want.data();
+    bool ok = true;
+    for (int k = 0; k < 2; ++k) {
+        setContext(m, context + k);
+        check(cudaMemcpy(onHost(m.inputs64->ptr), m.inputs64->ptr, m.inputs64->bytes, cudaMemcpyDeviceToHost), "inputs");
+        check(cudaMemcpy(onHost(m.contextLen->ptr), m.contextLen->ptr, 4, cudaMemcpyDeviceToHost), "context");
+        r.tokenId = static_cast<const int64_t*>(onHost(m.inputs64->ptr));
+        r.positions = r.tokenId + 1;
+        r.slot = r.tokenId + 5;
+        r.contextLen = static_cast<const int32_t*>(onHost(m.contextLen->ptr));
+        gpu::ref::persistentDecodeRef(r);
+        check(gpu::launchPersistentDecode(m.p, nullptr), "checked launch");
+        check(cudaMemcpy(got.data(), m.p.logits, got.size() * 4, cudaMemcpyDeviceToHost), "logits");
+        double err = 0, energy = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+            energy += double(want[i]) * want[i];
+        }
+        const double nmse = std::isfinite(err) ? err / std::max(energy, 1e-30) : INFINITY;
+        const double bound = m.p.dtype == gpu::DType::F16 ? 1e-4 : 1e-3;
+        std::printf("| check %s, %d layers, context %d | nmse %.3g (bound %.0e) | %s |\n", gpu::dtypeName(m.p.dtype),
+                    m.p.numLayers, context + k, nmse, bound, nmse <= bound ? "ok" : "FAILED");
+        ok = ok && nmse <= bound;
+    }
+    return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    int layers = 24, reps = 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--layers")) layers = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    }
+    // Correctness first: 2 layers of the real shapes against the CPU reference, both dtypes.
+    bool ok = true;
+    std::printf("| check | error | |\n|---|---|---|\n");
+    for (gpu::DType dtype : {gpu::DType::F16, gpu::DType::BF16}) {
+        Model m;
+        if (dtype == gpu::DType::F16) build<__half>(m, dtype, 2, 4096);
+        else build<__nv_bfloat16>(m, dtype, 2, 4096);
+        for (int context : {1, 1076}) ok = checkAgainstReference(m, context) && ok;
+    }
+    std::printf("\n");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "device");
+    int clockKhz = 0;
+    check(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0), "clock");
+    const double copyBw = copyBandwidth();
+    std::printf("## persistent decode step on %s (%d SMs), %d layers, HunyuanOCR shapes; copy %.0f GB/s\n\n", prop.name,
+                prop.multiProcessorCount, layers, copyBw / 1e9);
+    // Variants (benchmark flags of persistent_decode.cuh): what each part costs, in the same run.
+    struct Variant { const char* name; int flags; bool trace; };
+    const int lm = gpu::kPersistentLmHeadOnly;
+    const Variant variants[] = {
+        {"as shipped", 0, true},
+        {"ring waits in try_wait", gpu::kPersistentTryWait, false},
+        {"no waits for other CTAs", gpu::kPersistentNoWaits, false},
+        {"no copies (consumers alone)", gpu::kPersistentNoCopies, true},
+        {"no copies, no waits (consumer work alone)", gpu::kPersistentNoCopies | gpu::kPersistentNoWaits, false},
+        {"no dot products, no waits (the stream alone)", gpu::kPersistentNoMath | gpu::kPersistentNoWaits, false},
+        {"LM head alone (247 MB)", lm, false},
+        {"LM head alone, try_wait", lm | gpu::kPersistentTryWait, false},
+        {"LM head alone, no dot products", lm | gpu::kPersistentNoMath, false},
+        {"LM head alone, no copies", lm | gpu::kPersistentNoCopies, false},
+        {"LM head alone, no copies, no dot products", lm | gpu::kPersistentNoCopies | gpu::kPersistentNoMath, false},
+    };
+    std::printf("| variant (all but the first two give wrong results) | dtype, context | ms | GB read | of copy bandwidth |\n|---|---|---|---|---|\n");
+    for (gpu::DType dtype : {gpu::DType::F16, gpu::DType::BF16}) {
+        Model m;
+        if (dtype == gpu::DType::F16) build<__half>(m, dtype, layers, 4096);
+        else build<__nv_bfloat16>(m, dtype, layers, 4096);
+        for (int context : {1, 1076, 4096}) {
+            for (const Variant& v : variants) {
+                if (dtype == gpu::DType::BF16 && v.flags != 0) continue;
+                if (context != 1076 && v.flags != 0) continue;
+                setContext(m, context);
+                gpu::PersistentDecodeParams p = m.p;
+                p.flags = v.flags;
+                const double ms = medianMs(p, reps);
+                const double bytes = m.weightBytes + 2.0 * layers * context * 8 * 128 * 2;
+                std::printf("| %s | %s, %d | %.3f | %.3f | %.1f %% |\n", v.name, gpu::dtypeName(dtype), context, ms,
+                            bytes / 1e9, 100.0 * bytes / (ms * 1e-3) / copyBw);
+            }
+        }
+        if (dtype != gpu::DType::F16) continue;
+        for (const Variant& v : variants) {
+            if (!v.trace) continue;
+            setContext(m, 1076);
+            m.p.flags = v.flags;
+            std::printf("\ntrace, %s, context 1076, %s:\n", gpu::dtypeName(dtype), v.name);
+            traceTable(m, clockKhz / 1e6);
+            m.p.flags = 0;
+        }
+        std::printf("\n");
+    }
+    return ok ? 0 : 1;
+}
