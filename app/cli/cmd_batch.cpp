@@ -177,10 +177,12 @@ int runBatch(const std::vector<std::string>& argv)
     watcher.join();
     progress.finish();
     (*engine)->shutdown();
+    // A Ctrl-C that came after the last image was written interrupted nothing: exit as a finished run.
+    const bool cutShort = interrupted.load() && written < items.size();
     std::fprintf(stderr, "lector-cli batch: %zu written to %s, %zu failed%s\n", written, out.c_str(), failed,
-                 interrupted.load() ? " (interrupted; run again with --resume to continue)" : "");
+                 cutShort ? " (interrupted; run again with --resume to continue)" : "");
     if (writeFailed) return 1;
-    if (interrupted.load()) return 130;
+    if (cutShort) return 130;
     return failed ? 1 : 0;
 }
 

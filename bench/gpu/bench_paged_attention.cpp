@@ -301,64 +301,6 @@ void smallKernelsTable(Report& r)
     }
 }
 
-// The persistent decode step (gpu::PersistentDecoder) on a random decoder of HunyuanOCR's shapes (24
-// layers, hidden 1024, 16 / 8 heads of 128, intermediate 3584, vocabulary 120818): one sequence at
-// several contexts, as the bytes it must read (every weight once, the context's K/V) over its time,
-// against the copy bandwidth: the floor of a batch-1 decode step.
-void persistentDecodeTable(Report& r, double copyBw)
-{
-    namespace gpu = lector::gpu;
-    const int layers = 24, hidden = 1024, inter = 3584, hq = 16, hk = 8, d = 128, vocab = 120818, maxContext = 4097;
-    r.line("");
-    r.line("| persistent decode step, HunyuanOCR shapes | ms | GB read | of copy bandwidth |");
-    r.line("|---|---|---|---|");
-    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
-        const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
-        auto matrix = [&](int64_t out, int64_t in) { return at::randn({out, in}, opts) / std::sqrt(double(in)); };
-        auto norm = [&](int64_t n) { return 1.0 + 0.1 * at::randn({n}, opts); };
-        const int blocks = static_cast<int>(gpu::ceilDiv(maxContext, gpu::kKvBlockSize));
-        gpu::PersistentDecoderModel m;
-        double weightBytes = 0;
-        for (int l = 0; l < layers; ++l) {
-            m.layers.push_back({norm(hidden), matrix((hq + 2 * hk) * d, hidden), norm(d), norm(d), matrix(hidden, hq * d),
-                                norm(hidden), matrix(2 * inter, hidden), matrix(hidden, inter),
-                                at::randn({blocks, gpu::kKvBlockSize, hk, d}, opts),
-                                at::randn({blocks, gpu::kKvBlockSize, hk, d}, opts)});
-            weightBytes += 2.0 * (double((hq + 2 * hk) * d) * hidden + double(hidden) * hq * d + 3.0 * inter * hidden);
-        }
-        m.embed = at::randn({vocab, hidden}, opts);
-        m.finalNorm = norm(hidden);
-        m.lmHead = matrix(vocab, hidden);
-        weightBytes += 2.0 * vocab * hidden;
-        const at::Tensor j = at::arange(d / 2, at::TensorOptions().dtype(at::kDouble));
-        const at::Tensor angle = at::arange(8192, j.options()).unsqueeze(1) * at::pow(10000.0, -2.0 * j / d);
-        m.cosSin = at::cat({at::cos(angle), at::sin(angle)}, 1).to(at::kFloat).to(at::kCUDA).contiguous();
-        m.sections = {16, 16, 16, 16};
-        m.numQHeads = hq;
-        m.numKvHeads = hk;
-        m.scale = 1.0 / std::sqrt(double(d));
-        const std::string why = gpu::PersistentDecoder::unsupportedReason(m);
-        if (!why.empty()) {
-            r.line("| not run: " + why + " | | | |");
-            return;
-        }
-        const gpu::PersistentDecoder decoder(m);
-        const auto i64 = at::TensorOptions().dtype(at::kLong).device(at::kCUDA);
-        const at::Tensor table = at::randperm(blocks, i64).to(at::kInt), logits = at::empty({1, vocab}, i64.dtype(at::kFloat));
-        for (int context : {1, 1076, 4096}) {
-            const at::Tensor token = at::full({1}, 4242, i64), positions = at::full({4, 1}, context - 1, i64);
-            const int64_t newest = context - 1;
-            const at::Tensor slot = (table.narrow(0, newest / 16, 1).to(at::kLong) * 16 + newest % 16);
-            const at::Tensor lens = at::full({1}, context, i64.dtype(at::kInt));
-            const double ms = medianMs([&] { decoder.step(logits, token, positions, slot, lens, table); });
-            const double bytes = weightBytes + 2.0 * layers * context * hk * d * 2;
-            r.line(std::string(type == at::kHalf ? "| fp16" : "| bf16") +
-                   fmt(", context %.0f | %.3f | %.3f | %.1f %% |", context, ms, bytes / 1e9,
-                       100.0 * bytes / (ms * 1e-3) / copyBw));
-        }
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
@@ -380,7 +322,6 @@ int main(int argc, char** argv)
     decodeTable(r, copyBw);
     pageContextTable(r);
     smallKernelsTable(r);
-    persistentDecodeTable(r, copyBw);
     if (argc > 1) std::ofstream(argv[1]) << r.md.str();
     return 0;
 }

@@ -11,7 +11,8 @@
 #   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption).
-# Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz.
+# Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. QUICK=1 skips the bfloat16 runner,
+# the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream.
 source "$(dirname "$0")/lib.sh"
 T0=$(date +%s)
 step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
@@ -59,12 +60,12 @@ step "fused runner: parity (float16, bfloat16) and the decode step alone"
 timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
 echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner" 
-timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
+[ -n "${QUICK:-}" ] || timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
 echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
 
 step "the decode step again without programmatic dependent launch (LECTOR_PDL=0)"
-LECTOR_PDL=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
+[ -n "${QUICK:-}" ] || LECTOR_PDL=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
   --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 1,8,32 > "$W/runner_nopdl.md" 2>&1
 echo "no-PDL exit $?"; grep -E "^\| batch" "$W/runner_nopdl.md"
 
@@ -79,7 +80,7 @@ grep -E "FAILED|as shipped|LM head alone \(|no copies, no waits|stream alone|lay
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
-LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
+[ -n "${QUICK:-}" ] || LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
   | sed 's/^/without PDL: /' | tee -a "$W/latency.txt"
 for mode in on off; do
   LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p000.ppm $H --persistent-decode $mode --warmup 1 --repeat 5 --no-throughput 2>&1 \
@@ -87,7 +88,7 @@ for mode in on off; do
 done
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
-timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
+[ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
 python3 - "$W" <<'PY'
 import json, sys
 for n in ("thr64", "thr256"):
@@ -97,6 +98,7 @@ for n in ("thr64", "thr256"):
     except Exception as e:
         print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
 PY
+[ -n "${QUICK:-}" ] && { step "done (QUICK: no tiny pool, no Poisson stream)"; exit 0; }
 step "a KV pool far too small: 16 pages with 8192 cache tokens (preemption by recompute on the GPU path)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 16 --kv-cache-tokens 8192 --json \
   > "$W/tinypool.json" 2>&1
