@@ -36,6 +36,30 @@ at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 
 }  // namespace
 
+gpu::PersistentDecoderModel persistentDecoderModel(const hy::TextDecoder& decoder, PagedKvStorage& kv,
+                                                   const at::Tensor& cosSin)
+{
+    const hy::TextConfig& c = decoder.config();
+    gpu::PersistentDecoderModel pm;
+    for (size_t l = 0; l < decoder.layers().size(); ++l) {
+        const hy::TextDecoder::Layer& w = decoder.layers()[l];
+        const int li = static_cast<int>(l);
+        pm.layers.push_back({w.inputNorm, w.qkvProj, w.queryNorm, w.keyNorm, w.oProj, w.postNorm, w.gateUpProj,
+                             w.downProj, kv.keys(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim}),
+                             kv.values(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim})});
+    }
+    pm.embed = decoder.embedTokens();
+    pm.finalNorm = decoder.finalNorm();
+    pm.lmHead = decoder.lmHead();
+    pm.cosSin = cosSin;
+    pm.sections = c.xdropeSection;
+    pm.numQHeads = c.numHeads;
+    pm.numKvHeads = c.numKvHeads;
+    pm.eps = c.rmsNormEps;
+    pm.scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+    return pm;
+}
+
 std::vector<int> graphBatchSizes(int maxBatch)
 {
     std::vector<int> sizes;
@@ -84,24 +108,7 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const std::int64_t half = c.headDim / 2;
     m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
 
-    // The persistent decoder reads the same weights and caches in place.
-    gpu::PersistentDecoderModel pm;
-    for (size_t l = 0; l < decoder.layers().size(); ++l) {
-        const hy::TextDecoder::Layer& w = decoder.layers()[l];
-        const int li = static_cast<int>(l);
-        pm.layers.push_back({w.inputNorm, w.qkvProj, w.queryNorm, w.keyNorm, w.oProj, w.postNorm, w.gateUpProj,
-                             w.downProj, kv.keys(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim}),
-                             kv.values(li).view({-1, kv.blockSize(), c.numKvHeads, c.headDim})});
-    }
-    pm.embed = decoder.embedTokens();
-    pm.finalNorm = decoder.finalNorm();
-    pm.lmHead = decoder.lmHead();
-    pm.cosSin = m_cosSin;
-    pm.sections = m_sections;
-    pm.numQHeads = c.numHeads;
-    pm.numKvHeads = c.numKvHeads;
-    pm.eps = c.rmsNormEps;
-    pm.scale = m_scale;
+    gpu::PersistentDecoderModel pm = persistentDecoderModel(decoder, kv, m_cosSin);
     using P = RunnerOptions::Persistent;
     std::string why = options.persistentDecode == P::Never ? "off (runner option)"
                       : options.persistentDecode == P::Auto && !decoder.device().is_cuda()

@@ -30,6 +30,7 @@
 namespace lector::gpu {
 class CudaGraph;
 class PersistentDecoder;
+struct PersistentDecoderModel;
 }
 
 namespace lector::runner {
@@ -150,6 +151,11 @@ private:
     std::int64_t graphMaxBlocks() const;  // block-table width of the graphs: graphContextTokens / 16
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
 };
+
+// The decoder's weights and kv's caches as gpu::PersistentDecoder reads them (in place, no copies), with
+// the given rotary table [maxPosition, headDim] float32 (cos | sin halves).
+gpu::PersistentDecoderModel persistentDecoderModel(const model::hunyuan::TextDecoder& decoder, PagedKvStorage& kv,
+                                                   const at::Tensor& cosSin);
 
 // Decode batch sizes that get a graph, up to maxBatch: 1, 2, 4, 8, then steps of 8 to 64, then of 32.
 std::vector<int> graphBatchSizes(int maxBatch);

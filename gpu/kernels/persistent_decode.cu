@@ -50,7 +50,7 @@ constexpr int kHeadDim = 128;
 constexpr int kHalfDim = kHeadDim / 2;
 constexpr int kMaxGroup = 2;                       // query heads per KV head (see attend())
 constexpr int kRowBytes16 = kHeadDim * 2;          // one token of one KV head, 16-bit
-constexpr int kKvChunkBlocks = kSlotBytes / (2 * kKvBlockSize * kRowBytes16);  // 3 blocks of K, then of V
+constexpr int kKvChunkBlocks = kSlotBytes / (2 * kKvBlockSize * kRowBytes16);  // 4 blocks of K, then of V
 constexpr int kKvChunkTokens = kKvChunkBlocks * kKvBlockSize;
 constexpr int kValueOffset = kKvChunkTokens * kRowBytes16;  // V rows start here in a KV slot
 constexpr uint64_t kWaitTimeoutNs = 5000000000ull;
@@ -124,23 +124,21 @@ __device__ __forceinline__ void mbarArrive(uint64_t* bar)
 // try_wait (no difference measured on an H200: bench_persistent_decode, kPersistentTryWait).
 __device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity, bool suspend = false)
 {
+    const uint32_t addr = smemAddr(bar);
     uint32_t done = 0;
-    if (suspend) {
-        do {
+    do {
+        if (suspend)
             asm volatile(
                 "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
                 : "=r"(done)
-                : "r"(smemAddr(bar)), "r"(parity)
+                : "r"(addr), "r"(parity)
                 : "memory");
-        } while (!done);
-        return;
-    }
-    do {
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-            : "=r"(done)
-            : "r"(smemAddr(bar)), "r"(parity)
-            : "memory");
+        else
+            asm volatile(
+                "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                : "=r"(done)
+                : "r"(addr), "r"(parity)
+                : "memory");
     } while (!done);
 }
 
@@ -186,10 +184,10 @@ __device__ __forceinline__ uint64_t globalTimer()
 // Data other CTAs of this launch wrote: through L2, never a stale L1 line.
 __device__ __forceinline__ uint4 loadCg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 template <class T>
-__device__ __forceinline__ float loadCgElem(const T* p)
+__device__ __forceinline__ T loadCgElem(const T* p)
 {
     const unsigned short raw = __ldcg(reinterpret_cast<const unsigned short*>(p));
-    return toFloat(*reinterpret_cast<const T*>(&raw));
+    return *reinterpret_cast<const T*>(&raw);
 }
 
 // The two 16-bit elements of a 32-bit word as float32 (bfloat16: a shift; float16: one conversion).
@@ -271,6 +269,7 @@ __device__ __forceinline__ void stamp(const PersistentDecodeParams& p, int layer
     stamp(p, 1 + layer * kPersistentTraceEvents + event);
 }
 
+// common.cuh's blockSum over the consumer warps only (their named barrier, not __syncthreads).
 __device__ float consumerSum(float x, float* scratch)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -430,9 +429,8 @@ __device__ void produce(const Plan<T>& plan, const Smem& s)
 
 // --- consumers ---
 
-// Where a projection's rows go (one GEMV function serves every stage, so the persistent loop runs one
-// copy of its code: the stages would otherwise each bring an inlined, unrolled copy into the SMs'
-// instruction caches every layer).
+// Where a projection's rows go. (Making the GEMV one shared, non-inlined function for every stage, to
+// keep one copy of its code in the instruction caches, measured slower: docs/perf.md.)
 enum EmitMode : int {
     kEmitT,      // T(dot) to out[begin + r]
     kEmitGate,   // the rounded gate value to s.gate[r]
@@ -581,7 +579,7 @@ __device__ void ropeNormHead(const PersistentDecodeParams& p, const RopeLane& r,
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         const int j = lane + 32 * i;
-        const float x1 = loadCgElem(x + j), x2 = loadCgElem(x + kHalfDim + j);
+        const float x1 = toFloat(loadCgElem(x + j)), x2 = toFloat(loadCgElem(x + kHalfDim + j));
         y1[i] = x1 * r.c[i] - x2 * r.sn[i];
         y2[i] = x2 * r.c[i] + x1 * r.sn[i];
         sumSq += y1[i] * y1[i] + y2[i] * y2[i];
@@ -622,6 +620,32 @@ struct SoftmaxState {
             for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
         }
     }
+    // To dst [G][kHeadDim + 2] (dims, max, sum): lanes 0-15 of a warp, each its 8 dims.
+    __device__ void store(float* dst, int l16) const
+    {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) dst[g * (kHeadDim + 2) + l16 * 8 + e] = acc[g][e];
+            if (l16 == 0) {
+                dst[g * (kHeadDim + 2) + kHeadDim] = m[g];
+                dst[g * (kHeadDim + 2) + kHeadDim + 1] = l[g];
+            }
+        }
+    }
+    // This state and the one store() left at src, as one.
+    __device__ void mergeFrom(const float* src, int l16)
+    {
+        float om[G], ol[G], oacc[G][8];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            om[g] = src[g * (kHeadDim + 2) + kHeadDim];
+            ol[g] = src[g * (kHeadDim + 2) + kHeadDim + 1];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) oacc[g][e] = src[g * (kHeadDim + 2) + l16 * 8 + e];
+        }
+        merge(om, ol, oacc);
+    }
     // This state and another one over other keys, as one.
     __device__ void merge(const float (&om)[G], const float (&ol)[G], const float (&oacc)[G][8])
     {
@@ -651,7 +675,6 @@ __device__ void attendGroup(const Plan<T>& plan, const Smem& s, uint32_t& chunk,
     const T* qkv = plan.qkv();
     T* kNew = static_cast<T*>(s.kvNew);
     T* vNew = kNew + kHeadDim;
-    uint32_t* counters = plan.counter(l, 0);
 
     // Before the wait: what does not depend on this step's projections.
     T* keyRow = nullptr;
@@ -678,8 +701,7 @@ __device__ void attendGroup(const Plan<T>& plan, const Smem& s, uint32_t& chunk,
     } else if (warp == G + 1 && lastPartition) {
         const T* v = qkv + (p.numQHeads + p.numKvHeads + h) * kHeadDim;
         for (int d = lane; d < kHeadDim; d += 32) {
-            const unsigned short raw = __ldcg(reinterpret_cast<const unsigned short*>(v + d));
-            const T value = *reinterpret_cast<const T*>(&raw);
+            const T value = loadCgElem(v + d);
             vNew[d] = value;
             if (valueRow) valueRow[d] = value;
         }
@@ -753,50 +775,17 @@ __device__ void attendGroup(const Plan<T>& plan, const Smem& s, uint32_t& chunk,
     constexpr int stride = kHeadDim + 2;  // per query head: 128 dims, max, sum
     float* scratch = s.x;
     for (int half = kConsumerWarps / 2; half >= 1; half /= 2) {
-        if (warp >= half && warp < 2 * half && lane < 16) {
-            float* dst = scratch + (warp - half) * G * stride;
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-#pragma unroll
-                for (int e = 0; e < 8; ++e) dst[g * stride + l16 * 8 + e] = st.acc[g][e];
-                if (l16 == 0) {
-                    dst[g * stride + kHeadDim] = st.m[g];
-                    dst[g * stride + kHeadDim + 1] = st.l[g];
-                }
-            }
-        }
+        if (warp >= half && warp < 2 * half && lane < 16) st.store(scratch + (warp - half) * G * stride, l16);
         consumerSync();
-        if (warp < half) {
-            const float* src = scratch + warp * G * stride;
-            float om[G], ol[G], oacc[G][8];
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                om[g] = src[g * stride + kHeadDim];
-                ol[g] = src[g * stride + kHeadDim + 1];
-#pragma unroll
-                for (int e = 0; e < 8; ++e) oacc[g][e] = src[g * stride + l16 * 8 + e];
-            }
-            st.merge(om, ol, oacc);
-        }
+        if (warp < half) st.mergeFrom(scratch + warp * G * stride, l16);
         consumerSync();
     }
 
     // Warp 0 holds this partition's result: unnormalised output, max and sum per query head.
     float* partials = plan.partials() + int64_t(h) * P * G * stride;
-    if (warp == 0 && lane < 16) {
-        float* mine = partials + int64_t(plan.partition) * G * stride;
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) mine[g * stride + l16 * 8 + e] = st.acc[g][e];
-            if (l16 == 0) {
-                mine[g * stride + kHeadDim] = st.m[g];
-                mine[g * stride + kHeadDim + 1] = st.l[g];
-            }
-        }
-    }
+    if (warp == 0 && lane < 16) st.store(partials + int64_t(plan.partition) * G * stride, l16);
     consumerSync();
-    if (tid == 0) *s.flag = static_cast<int>(fetchAddAcqRel(counters + (kPersistentCountersPerLayer + h) * kPersistentCounterStride, 1u));
+    if (tid == 0) *s.flag = static_cast<int>(fetchAddAcqRel(plan.counter(l, kPersistentCountersPerLayer + h), 1u));
     consumerSync();
     stamp(p, l, kTraceAttnPartial);
     if (*s.flag != P - 1) return;

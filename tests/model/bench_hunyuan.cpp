@@ -220,21 +220,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     }
     if (b == 1) {
         // The whole step as one persistent kernel (same weights and caches), for the per-op sums above.
-        gpu::PersistentDecoderModel pm;
-        for (int l = 0; l < L; ++l) {
-            const auto& lw = decoder.layers()[static_cast<size_t>(l)];
-            pm.layers.push_back({lw.inputNorm, lw.qkvProj, lw.queryNorm, lw.keyNorm, lw.oProj, lw.postNorm, lw.gateUpProj,
-                                 lw.downProj, kv.keys(l).view({-1, bs, hk, d}), kv.values(l).view({-1, bs, hk, d})});
-        }
-        pm.embed = decoder.embedTokens();
-        pm.finalNorm = decoder.finalNorm();
-        pm.lmHead = decoder.lmHead();
-        pm.cosSin = cosSin;
-        pm.sections = c.xdropeSection;
-        pm.numQHeads = static_cast<int>(hq);
-        pm.numKvHeads = static_cast<int>(hk);
-        pm.eps = c.rmsNormEps;
-        pm.scale = scale;
+        const gpu::PersistentDecoderModel pm = runner::persistentDecoderModel(decoder, kv, cosSin);
         if (const std::string why = gpu::PersistentDecoder::unsupportedReason(pm); why.empty()) {
             auto persistent = std::make_shared<gpu::PersistentDecoder>(pm);
             const at::Tensor logits = at::empty({1, c.vocabSize}, opts.dtype(at::kFloat));
