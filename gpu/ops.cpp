@@ -337,24 +337,26 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
 
 namespace {
 
-// Checks and Params shared by the skinny GEMM entry points: x [rows <= kSkinnyMaxRows, *] with contiguous
-// rows, weight [n, k], out [rows, n], one dtype.
+// Checks and Params shared by the skinny GEMM entry points: x [rows <= skinnyMaxRows(engine), *] with
+// contiguous rows, weight [n, k], out [rows, n], one dtype.
 SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, int64_t k,
-                              const char* op)
+                              SkinnyEngine engine, const char* op)
 {
+    const int maxRows = skinnyMaxRows(engine);
     const DType dtype = dtypeOf(x, op, "x");
     checkLike(weight, x, op, "weight");
     TORCH_CHECK(out.defined() && out.device() == x.device() &&
                     (out.scalar_type() == x.scalar_type() || out.scalar_type() == at::kFloat),
                 op, ": out must be on ", x.device(), " in ", x.scalar_type(), " or float32");
-    TORCH_CHECK(x.dim() == 2 && x.size(0) <= kSkinnyMaxRows && x.stride(1) == 1, op, ": x must be [rows <= ",
-                kSkinnyMaxRows, ", k] with contiguous rows, got ", x.sizes());
+    TORCH_CHECK(x.dim() == 2 && x.size(0) <= maxRows && x.stride(1) == 1, op, ": x must be [rows <= ", maxRows,
+                ", k] with contiguous rows, got ", x.sizes());
     TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k && weight.stride(1) == 1, op, ": weight must be [n, ", k,
                 "] with contiguous rows, got ", weight.sizes());
     TORCH_CHECK(out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == weight.size(0) && out.stride(1) == 1,
                 op, ": out must be [", x.size(0), ", ", weight.size(0), "], got ", out.sizes());
     SkinnyGemmParams p;
     p.dtype = dtype;
+    p.engine = engine;
     p.out = out.data_ptr();
     p.x = x.data_ptr();
     p.weight = weight.data_ptr();
@@ -370,24 +372,25 @@ SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const 
 
 }  // namespace
 
-void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput)
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput,
+                  SkinnyEngine engine)
 {
     const char* op = "skinnyLinear";
     TORCH_CHECK(x.dim() == 2 && (!siluMulInput || x.size(1) % 2 == 0), op,
                 ": x must be 2-D, of even width when it is a gate/up input, got ", x.sizes());
-    SkinnyGemmParams p = skinnyParams(out, x, weight, siluMulInput ? x.size(1) / 2 : x.size(1), op);
+    SkinnyGemmParams p = skinnyParams(out, x, weight, siluMulInput ? x.size(1) / 2 : x.size(1), engine, op);
     p.siluMulInput = siluMulInput;
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
 
 void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,
                             const at::Tensor& residualOut, const at::Tensor& normWeight, double eps,
-                            const at::Tensor& weight)
+                            const at::Tensor& weight, SkinnyEngine engine)
 {
     const char* op = "skinnyLinearAddRmsNorm";
     TORCH_CHECK(delta.dim() == 2, op, ": delta must be [rows, k], got ", delta.sizes());
     const int64_t rows = delta.size(0), k = delta.size(1);
-    SkinnyGemmParams p = skinnyParams(out, delta, weight, k, op);
+    SkinnyGemmParams p = skinnyParams(out, delta, weight, k, engine, op);
     for (const at::Tensor* t : {&residualIn, &residualOut, &normWeight}) checkLike(*t, delta, op, "residual or norm weight");
     for (const at::Tensor* r : {&residualIn, &residualOut})
         TORCH_CHECK(r->sizes() == delta.sizes() && r->stride(1) == 1 && r->stride(0) == residualIn.stride(0), op,
@@ -398,8 +401,9 @@ void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, cons
     if (delta.is_cuda()) {
         const int64_t vec = 16 / delta.element_size();
         TORCH_CHECK(k % vec == 0 && delta.stride(0) % vec == 0 && residualIn.stride(0) % vec == 0 &&
-                        skinnyNormSmemBytes(static_cast<int>(rows), static_cast<int>(k),
-                                            static_cast<int>(delta.element_size())) <= kSkinnyNormMaxSmemBytes,
+                        (engine == SkinnyEngine::TensorCore ||
+                         skinnyNormSmemBytes(static_cast<int>(rows), static_cast<int>(k),
+                                             static_cast<int>(delta.element_size())) <= kSkinnyNormMaxSmemBytes),
                     op, ": needs 16-byte rows and rows x k within ", kSkinnyNormMaxSmemBytes, " bytes, got ",
                     delta.sizes());
     }

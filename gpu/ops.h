@@ -88,19 +88,22 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 
 // --- projections at decode batch sizes ---
 
-// out = x weight^T for x [rows <= kSkinnyMaxRows (8), k], weight [n, k], out [rows, n] (inner dims
-// contiguous, one dtype): the skinny GEMM of gpu/kernels/skinny_gemm.cuh. With siluMulInput, x is a
-// [rows, 2k] gate/up output and the product uses siluAndMul(x) (rounded to the dtype), in one kernel.
-// out may also be float32: it then holds the dtype-rounded product widened (no separate conversion).
-void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false);
+// out = x weight^T for x [rows <= skinnyMaxRows(engine) (Simt 8, TensorCore 64), k], weight [n, k],
+// out [rows, n] (inner dims contiguous, one dtype): the skinny GEMM of gpu/kernels/skinny_gemm.cuh. With
+// siluMulInput, x is a [rows, 2k] gate/up output and the product uses siluAndMul(x) (rounded to the
+// dtype), in one kernel. out may also be float32: it then holds the dtype-rounded product widened (no
+// separate conversion). TensorCore on CUDA needs sm_90, a 16-bit dtype, K a multiple of 32 and 16-byte
+// rows (it throws otherwise); on CPU both engines are the reference.
+void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false,
+                  SkinnyEngine engine = SkinnyEngine::Simt);
 
 // fusedAddRmsNorm then skinnyLinear in one kernel: residualOut = residualIn + delta (rounded),
 // out = (normWeight * residualOut / rms(residualOut)) weight^T. delta, residualIn, residualOut:
-// [rows <= 8, k] (the residuals with one row stride; residualOut must not alias residualIn); on CUDA rows
-// of 16 bytes and rows x k x element size <= 48 KB.
+// [rows, k] as for skinnyLinear (the residuals with one row stride; residualOut must not alias
+// residualIn); on CUDA rows of 16 bytes, and for Simt rows x k x element size <= 48 KB.
 void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,
                             const at::Tensor& residualOut, const at::Tensor& normWeight, double eps,
-                            const at::Tensor& weight);
+                            const at::Tensor& weight, SkinnyEngine engine = SkinnyEngine::Simt);
 
 // --- a whole decode step of one sequence in one kernel ---
 

@@ -8,6 +8,8 @@
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
+#   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
+#     (bench_skinny_gemm, which checks both engines against the CPU reference first);
 #   - lector-cli bench: one request alone (median of 10), 64 and 256 pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption).
@@ -38,7 +40,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode tst_model_runner $KTESTS > "$W/build.log" 2>&1
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -76,6 +78,10 @@ grep -E "^\|" "$W/attention.md" | head -20
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
 grep -E "FAILED|as shipped|LM head alone \(|no copies, no waits|stream alone|layer:" "$W/persistent.md" | head -12
+
+step "decode projections at 1..64 rows: skinny GEMM engines against cuBLAS"
+timeout 120 "$B/gpu/bench_skinny_gemm" > "$W/skinny.md" 2>&1; echo "skinny exit $?"
+grep -E "MISMATCH|all checks|^\| (o|lm head|down)" "$W/skinny.md" | head -24
 
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"

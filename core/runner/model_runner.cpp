@@ -98,6 +98,9 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
     m_sections = c.xdropeSection;
     if (options.skinnyRows >= 0) std::fill(std::begin(m_skinnyRows), std::end(m_skinnyRows), options.skinnyRows);
+    if (options.tensorCoreRows >= 0)
+        std::fill(std::begin(m_tensorCoreRows), std::end(m_tensorCoreRows),
+                  std::min(options.tensorCoreRows, gpu::kSkinnyTcMaxRows));
     m_scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
     // Rotary tables for every position, all axes equal: frequency j's angle is pos * invFreq[j] whatever
     // axis it reads, so one row per position serves every axis (the kernel picks the row per axis).
@@ -220,7 +223,8 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     at::Tensor spare;                    // [n, hidden], the other residual buffer of the fused prologue
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
     at::Tensor attn = at::empty({n, hq, d}, x.options());
-    at::Tensor act = n <= m_skinnyRows[kDown] ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
+    const std::optional<gpu::SkinnyEngine> downEngine = skinnyEngine(n, kDown);
+    at::Tensor act = downEngine ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
     // The output of the last o / down projection, not yet added to the residual: the add + RMSNorm in
     // front of the next projection does it, inside the skinny GEMM where that one runs (it reads the
     // residual and writes the sum to the other buffer, then the two swap), else as its own kernel.
@@ -230,11 +234,11 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             gpu::rmsNorm(h, residual, normWeight, eps);
             return project(h, p, l);
         }
-        if (n <= m_skinnyRows[p]) {
+        if (const auto engine = skinnyEngine(n, p)) {
             if (!spare.defined()) spare = at::empty_like(x);
             const at::Tensor& weight = weightOf(p, l);
             at::Tensor out = at::empty({n, weight.size(0)}, x.options());
-            gpu::skinnyLinearAddRmsNorm(out, pending, residual, spare, normWeight, eps, weight);
+            gpu::skinnyLinearAddRmsNorm(out, pending, residual, spare, normWeight, eps, weight, *engine);
             std::swap(residual, spare);
             return out;
         }
@@ -261,9 +265,9 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         }
         pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
-        if (n <= m_skinnyRows[kDown]) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
+        if (downEngine) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
             pending = at::empty_like(x);
-            gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true);
+            gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true, *downEngine);
         } else {
             gpu::siluAndMul(act, gateUp);
             pending = project(act, kDown, l);
@@ -291,10 +295,18 @@ const at::Tensor& ModelRunner::weightOf(Projection p, size_t l) const
 at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
                                      std::optional<at::ScalarType> outType) const
 {
-    if (x.size(0) > m_skinnyRows[which]) return at::Tensor();
+    const std::optional<gpu::SkinnyEngine> engine = skinnyEngine(x.size(0), which);
+    if (!engine) return at::Tensor();
     at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options().dtype(outType.value_or(x.scalar_type())));
-    gpu::skinnyLinear(out, x, weight);
+    gpu::skinnyLinear(out, x, weight, /*siluMulInput=*/false, *engine);
     return out;
+}
+
+std::optional<gpu::SkinnyEngine> ModelRunner::skinnyEngine(std::int64_t rows, int which) const
+{
+    if (rows <= m_skinnyRows[which]) return gpu::SkinnyEngine::Simt;
+    if (rows <= m_tensorCoreRows[which]) return gpu::SkinnyEngine::TensorCore;
+    return std::nullopt;
 }
 
 at::Tensor ModelRunner::project(const at::Tensor& x, Projection p, size_t l) const
@@ -391,14 +403,69 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         // The skinny GEMM serves steps up to the largest row count below which it is always >= 10% faster.
         int upTo = 0;
         for (int i = 0; i < 4 && skinny[i] < 0.9 * best[i]; ++i) upTo = static_cast<int>(skinnyRows[i]);
+        // Its tensor-core engine, from there on, by the same rule (it throws where the card, dtype or
+        // shape does not take it: then never). Timed as forward() would run it: qkv and gate/up with the
+        // add + RMSNorm prologue against the norm kernel + the library, down with the SiLU-mul input
+        // against the activation kernel + the library (on the H200 those variants lose where the plain
+        // product wins: the down projection at 16 rows, 11 against 8.7 us).
+        const std::int64_t tcRows[6] = {2, 4, 8, 16, 32, 64};
+        double tc[6], tcLibrary[6], tcError = 0;
+        constexpr gpu::SkinnyEngine kTc = gpu::SkinnyEngine::TensorCore;
+        const bool withNorm = p == kQkv || p == kGateUp, withSilu = p == kDown;
+        const at::Tensor& normWeight = p == kQkv ? layers[0].inputNorm : layers[0].postNorm;
+        const double eps = m_decoder.config().rmsNormEps;
+        for (int i = 0; i < 6; ++i) {
+            tc[i] = tcLibrary[i] = std::numeric_limits<double>::infinity();
+            if (tcRows[i] <= upTo) continue;
+            const std::int64_t rows = tcRows[i], k = w0.size(1);
+            const at::Tensor x = at::randn({rows, withSilu ? 2 * k : k}, w0.options());
+            const at::Tensor res = at::randn({rows, k}, w0.options()), res2 = at::empty_like(res), h = at::empty_like(res);
+            const at::Tensor out = at::empty({rows, w0.size(0)}, w0.options());
+            auto ours = [&] {
+                if (withNorm) gpu::skinnyLinearAddRmsNorm(out, x, res, res2, normWeight, eps, w0, kTc);
+                else gpu::skinnyLinear(out, x, w0, withSilu, kTc);
+            };
+            auto theirs = [&] {  // the same through our element-wise kernels and the library's product
+                if (withNorm) gpu::fusedAddRmsNorm(h, res2, x, normWeight, eps);
+                if (withSilu) gpu::siluAndMul(h, x);
+                const at::Tensor& in = withNorm || withSilu ? h : x;
+                return useT ? at::mm(in, library) : at::linear(in, library);
+            };
+            try {
+                ours();
+            } catch (const std::exception&) {
+                tcError = std::numeric_limits<double>::infinity();
+                break;
+            }
+            res2.copy_(res);
+            const at::Tensor want = theirs().to(at::kFloat);
+            tcError = std::max(tcError, (out.to(at::kFloat) - want).norm().item<double>() /
+                                            std::max(want.norm().item<double>(), 1e-30));
+            tc[i] = gpu::graphMicros(device, ours);
+            tcLibrary[i] = gpu::graphMicros(device, [&] { (void)theirs(); });
+        }
+        int tcUpTo = 0;
+        if (tcError <= 1e-2)
+            for (int i = 0; i < 6; ++i) {
+                if (tcRows[i] <= upTo) continue;
+                if (!(tc[i] < 0.9 * tcLibrary[i])) break;
+                tcUpTo = static_cast<int>(tcRows[i]);
+            }
+        std::string tcLine = "; tensor cores at 2 / 4 / 8 / 16 / 32 / 64 rows";
+        for (int i = 0; i < 6; ++i) tcLine += (i ? " / " : " ") + fmt(tc[i]);
+        tcLine += " vs";
+        for (int i = 0; i < 6; ++i) tcLine += (i ? " / " : " ") + fmt(tcLibrary[i]);
         report.push_back(std::string(names[p]) + ": us at 1 / 8 / 32 rows: as stored " + fmt(stored[0]) + " / " +
                          fmt(stored[1]) + " / " + fmt(stored[2]) + ", transposed " + fmt(transposed[0]) + " / " +
                          fmt(transposed[1]) + " / " + fmt(transposed[2]) + "; at 1 / 2 / 4 / 8 rows skinny GEMM " +
                          fmt(skinny[0]) + " / " + fmt(skinny[1]) + " / " + fmt(skinny[2]) + " / " + fmt(skinny[3]) +
                          " vs " + fmt(best[0]) + " / " + fmt(best[1]) + " / " + fmt(best[2]) + " / " + fmt(best[3]) +
-                         " (rel. error " + std::to_string(skinnyError) + ") -> " + (useT ? "transposed" : "as stored") +
-                         (upTo > 0 ? ", skinny GEMM up to " + std::to_string(upTo) + " rows" : ""));
+                         " (rel. error " + std::to_string(skinnyError) + ")" + tcLine + " -> " +
+                         (useT ? "transposed" : "as stored") +
+                         (upTo > 0 ? ", skinny GEMM up to " + std::to_string(upTo) + " rows" : "") +
+                         (tcUpTo > 0 ? ", tensor cores up to " + std::to_string(tcUpTo) + " rows" : ""));
         m_skinnyRows[p] = upTo;
+        m_tensorCoreRows[p] = tcUpTo;
         if (!useT) continue;
         if (p == kNumProjections) {
             m_lmHeadT = t0;

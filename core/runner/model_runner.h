@@ -26,6 +26,7 @@
 
 #include "core/model/hunyuan/decoder.h"
 #include "core/runner/paged_kv.h"
+#include "gpu/kernels/skinny_gemm.cuh"  // SkinnyEngine (plain C++)
 
 namespace lector::gpu {
 class CudaGraph;
@@ -43,6 +44,8 @@ struct RunnerOptions {
     // head use it up to this many rows (with the fused SiLU-mul and add + RMSNorm variants), so the tests
     // drive those paths through gpu/'s CPU references.
     int skinnyRows = -1;
+    // The same for the skinny GEMM's tensor-core engine, from skinnyRows + 1 up to this many rows (<= 64).
+    int tensorCoreRows = -1;
     // Decode steps of one sequence as one persistent kernel (gpu::PersistentDecoder): Auto where its
     // CUDA kernel supports the model and device and tuneLayouts() measures it faster than the kernel
     // chain; Always wherever it runs (also on the CPU, as its reference: tests); Never.
@@ -87,8 +90,8 @@ public:
     // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
     // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
     // the o projection at one row on an H200), and uses gpu/'s skinny GEMM for steps of up to 8 rows
-    // where that measures faster still. CUDA only (else a no-op); returns and keeps (layoutReport()) a
-    // line per projection.
+    // (SIMT) and up to 64 (tensor cores) where that measures faster still. CUDA only (else a no-op);
+    // returns and keeps (layoutReport()) a line per projection.
     // On CUDA it also times a single-sequence decode step through the persistent kernel and through the
     // kernel chain, and keeps the faster (unless options.persistentDecode is Always).
     std::vector<std::string> tuneLayouts();
@@ -119,8 +122,11 @@ private:
     // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
-    // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` (kNumProjections: the LM
-    // head) at x's row count, into an output of outType (x's dtype, or float32); else undefined.
+    // The skinny GEMM engine tuning chose for projection `which` (kNumProjections: the LM head) at `rows`
+    // rows, or none (the matmul library).
+    std::optional<gpu::SkinnyEngine> skinnyEngine(std::int64_t rows, int which) const;
+    // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` at x's row count, into an
+    // output of outType (x's dtype, or float32); else undefined.
     at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
                             std::optional<at::ScalarType> outType = std::nullopt) const;
     bool graphable(const RunnerStep& step) const;
@@ -140,6 +146,7 @@ private:
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
+    int m_tensorCoreRows[kNumProjections + 1] = {};         // its tensor-core engine above those, up to this many
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
     std::string m_persistentReport;

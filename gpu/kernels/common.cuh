@@ -89,6 +89,29 @@ cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_
     return cudaGetLastError();
 }
 
+// launchKernel in thread-block clusters of clusterX CTAs along x (sm_90; gridDim.x a multiple of clusterX).
+template <class... Params, class... Args>
+cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                   unsigned clusterX, Args&&... args)
+{
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[2];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = clusterX;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[1].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = programmaticLaunchEnabled() ? 2 : 1;
+    LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+    return cudaGetLastError();
+}
+
 // --- dispatch ---
 
 // Calls f.template operator()<T>() with the CUDA element type of `t`.

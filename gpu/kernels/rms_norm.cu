@@ -1,6 +1,6 @@
 // (Fused residual add +) RMSNorm: one CTA per token, 16-byte accesses when the rows allow it. Pass 1
-// forms the (rounded, stored) sum and its sum of squares; pass 2 re-reads the row this thread
-// itself wrote or read (L1/L2 hits) and writes the normalised output.
+// forms the (rounded, stored) sum and its sum of squares; pass 2 takes a thread's first vector from
+// registers and re-reads any further ones it wrote or read (L1/L2 hits), and writes the normalised output.
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/rms_norm.cuh"
 
@@ -13,8 +13,6 @@ __device__ __forceinline__ float roundToT(float x) { return toFloat(fromFloat<T>
 template <class T, bool kVector>
 __global__ void rmsNormKernel(RmsNormParams p)
 {
-    gridDependencyWait();
-    allowDependentLaunch();
     __shared__ float scratch[32];
     constexpr int kVec = kVector ? kVecElems<T> : 1;
     const int64_t token = blockIdx.x;
@@ -39,6 +37,12 @@ __global__ void rmsNormKernel(RmsNormParams p)
         else *dst = fromFloat<T>(x[0]);
     };
 
+    // A thread's first vector stays in registers between the passes, and its weight is loaded before
+    // the wait (immutable): pass 2 then has no load on the critical path at hidden <= 8 x blockDim.
+    float x0[kVec], w0[kVec];
+    if (threadIdx.x < n) load(w + threadIdx.x * kVec, w0);
+    gridDependencyWait();
+    allowDependentLaunch();
     float sumSq = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float x[kVec];
@@ -51,13 +55,21 @@ __global__ void rmsNormKernel(RmsNormParams p)
             store(res + i * kVec, x);
         }
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) sumSq = fmaf(x[e], x[e], sumSq);
+        for (int e = 0; e < kVec; ++e) {
+            sumSq = fmaf(x[e], x[e], sumSq);
+            if (i == static_cast<int>(threadIdx.x)) x0[e] = x[e];
+        }
     }
     const float inv = rsqrtf(blockSum(sumSq, scratch) / p.hidden + p.eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float x[kVec], wv[kVec];
-        load((res ? res : in) + i * kVec, x);
-        load(w + i * kVec, wv);
+        if (i == static_cast<int>(threadIdx.x)) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) x[e] = x0[e], wv[e] = w0[e];
+        } else {
+            load((res ? res : in) + i * kVec, x);
+            load(w + i * kVec, wv);
+        }
 #pragma unroll
         for (int e = 0; e < kVec; ++e) x[e] = x[e] * inv * wv[e];
         store(out + i * kVec, x);

@@ -5,8 +5,8 @@
 // shared memory. 128 threads when K has at most 128 vectors (the decoder's K = 1024: every thread busy),
 // 256 above. Element-wise path when K or a stride is not a multiple of the vector width.
 //
-// The first weights are loaded before gridDependencyWait(): under PDL (common.cuh) they stream in while
-// the previous kernel finishes. With siluMulInput the x operand is silu(gate) * up of a [rows, 2k]
+// The first weights (and the norm weight) are loaded before gridDependencyWait(): under PDL (common.cuh)
+// they stream in while the previous kernel finishes. With siluMulInput the x operand is silu(gate) * up of a [rows, 2k]
 // gate/up output, rounded to T like silu_and_mul.cu would store it, so the down projection needs no
 // separate activation kernel. With normWeight (kNorm) the CTA first adds the delta x to the residual and
 // RMS-normalises the rows into shared memory (every CTA recomputes the norm of its few rows from L2;
@@ -59,14 +59,43 @@ struct XRow {
 
 // kNorm prologue: rows of round(normWeight * r / rms(r)), r = round(residualIn + x), into xs
 // ([kRows, numVec] vectors); CTA 0 stores r to residualOut. Numerics of rms_norm.cu.
+// The norm weight's vectors of this thread (v = threadIdx.x + i * kThreads), loaded before
+// gridDependencyWait(): they are immutable, and loading them after the block's sum of squares put an
+// L2 round trip on every step's critical path, twice per layer.
+constexpr int kNormWeightRegs = 2;  // covers K up to 2 * kThreads vectors; above, the rest load late
+
+template <class T, int kThreads>
+struct NormWeights {
+    uint4 v[kNormWeightRegs];
+    __device__ void prefetch(const SkinnyGemmParams& p, int numVec)
+    {
+#pragma unroll
+        for (int i = 0; i < kNormWeightRegs; ++i) {
+            const int vec = threadIdx.x + i * kThreads;
+            if (vec < numVec) v[i] = loadNc16(static_cast<const T*>(p.normWeight) + int64_t(vec) * kVecElems<T>);
+        }
+    }
+    __device__ uint4 at(const SkinnyGemmParams& p, int vec) const
+    {
+        const int i = (vec - static_cast<int>(threadIdx.x)) / kThreads;
+        if (i < kNormWeightRegs) {
+            uint4 out = v[0];
+#pragma unroll
+            for (int j = 1; j < kNormWeightRegs; ++j)
+                if (i == j) out = v[j];
+            return out;
+        }
+        return loadNc16(static_cast<const T*>(p.normWeight) + int64_t(vec) * kVecElems<T>);
+    }
+};
+
 template <class T, int kRows, int kThreads>
-__device__ void addRmsNormRows(const SkinnyGemmParams& p, int numVec, uint4* xs)
+__device__ void addRmsNormRows(const SkinnyGemmParams& p, int numVec, uint4* xs, const NormWeights<T, kThreads>& nw)
 {
     __shared__ float scratch[32];
     const T* x = static_cast<const T*>(p.x);
     const T* resIn = static_cast<const T*>(p.residualIn);
     T* resOut = static_cast<T*>(p.residualOut);
-    const T* w = static_cast<const T*>(p.normWeight);
     constexpr int V = kVecElems<T>;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -88,7 +117,7 @@ __device__ void addRmsNormRows(const SkinnyGemmParams& p, int numVec, uint4* xs)
         const float inv = rsqrtf(blockSum(sumSq, scratch) / p.k + p.eps);
         for (int v = threadIdx.x; v < numVec; v += kThreads) {  // the vectors this thread wrote above
             const Vec16<T> s = unpack16<T>(xs[r * numVec + v]);
-            const Vec16<T> wv = unpack16<T>(loadNc16(w + int64_t(v) * V));
+            const Vec16<T> wv = unpack16<T>(nw.at(p, v));
             float h[V];
 #pragma unroll
             for (int e = 0; e < V; ++e) h[e] = s.v[e] * inv * wv.v[e];
@@ -125,18 +154,37 @@ __global__ void __launch_bounds__(kThreads) skinnyGemmKernel(SkinnyGemmParams p)
 
     Raw wv[kCols];
     if (threadIdx.x < numVec) loadWeights(wv, threadIdx.x);  // weights are immutable: before the wait
+    [[maybe_unused]] NormWeights<T, kThreads> normWeights;
+    if constexpr (kNorm) normWeights.prefetch(p, numVec);
     gridDependencyWait();
     allowDependentLaunch();
-    if constexpr (kNorm) addRmsNormRows<T, kRows, kThreads>(p, numVec, normRows);
-    for (int v = threadIdx.x; v < numVec; v += kThreads) {
-        XRow<T, L, kSilu> xv[kRows];
+    if constexpr (kNorm) addRmsNormRows<T, kRows, kThreads>(p, numVec, normRows, normWeights);
+    // x of the next vector is loaded with the next weights, so a K of several vectors per thread (the
+    // down projection's 3584) costs one round trip for x, not one per vector. Up to 4 rows: at 7-8 rows
+    // with the SiLU-mul input the extra registers spilled.
+    constexpr bool kPipelineX = kRows <= 4;
+    XRow<T, L, kSilu> xNext[kRows];
+    auto loadX = [&](XRow<T, L, kSilu> (&dst)[kRows], int v) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
-            if constexpr (kNorm) xv[r].a = normRows[r * numVec + v];
-            else xv[r].load(x + int64_t(r) * p.xStride, p.k, v);
+            if constexpr (kNorm) dst[r].a = normRows[r * numVec + v];
+            else dst[r].load(x + int64_t(r) * p.xStride, p.k, v);
+        }
+    };
+    if (kPipelineX && threadIdx.x < numVec) loadX(xNext, threadIdx.x);
+    for (int v = threadIdx.x; v < numVec; v += kThreads) {
+        XRow<T, L, kSilu> xv[kRows];
+        if constexpr (kPipelineX) {
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) xv[r] = xNext[r];
+        } else {
+            loadX(xv, v);
         }
         Raw next[kCols];
-        if (v + kThreads < numVec) loadWeights(next, v + kThreads);
+        if (v + kThreads < numVec) {
+            loadWeights(next, v + kThreads);
+            if constexpr (kPipelineX) loadX(xNext, v + kThreads);
+        }
 #pragma unroll
         for (int e = 0; e < L::kElems; ++e) {
             float xe[kRows];
@@ -209,6 +257,7 @@ cudaError_t launchThreads(const SkinnyGemmParams& p, cudaStream_t stream)
 
 cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream)
 {
+    if (p.engine == SkinnyEngine::TensorCore) return launchSkinnyGemmTc(p, stream);
     if (p.rows < 0 || p.rows > kSkinnyMaxRows || p.n < 0 || p.k < 0) return cudaErrorInvalidValue;
     if (p.rows == 0 || p.n == 0) return cudaSuccess;
     return dispatchDType(p.dtype, [&]<class T>() {

@@ -3,23 +3,35 @@
 // for the decoder's [1024 x 2048] and [1024 x 3584] projections cuBLAS's kernels leave most of the
 // bandwidth unused (6.6 us for the 7.3 MB down projection on an H200, 1.1 TB/s). Accumulates in float32,
 // rounds once. The model runner uses it where it measures faster (ModelRunner::tuneLayouts).
+//
+// Two engines behind one Params struct. Simt (skinny_gemm.cu): float32 FMAs, 1..8 rows, any dtype and K.
+// TensorCore (skinny_gemm_tc.cu, sm_90): mma.sync over the weight as the 16-row operand and the rows of x
+// as the 8-wide one, so 2..64 decode rows cost one pass over the weight instead of cuBLAS's kernels for
+// large M (at 32 rows on an H200 cuBLAS took 6.9 us for the 7.3 MB down projection, 1.1 TB/s); 16-bit
+// dtypes, K a multiple of 32.
 #pragma once
 
 #include "gpu/kernels/types.h"
 
 namespace lector::gpu {
 
-constexpr int kSkinnyMaxRows = 8;
+constexpr int kSkinnyMaxRows = 8;     // Simt
+constexpr int kSkinnyTcMaxRows = 64;  // TensorCore
+
+enum class SkinnyEngine : int32_t { Simt, TensorCore };
 
 struct SkinnyGemmParams {
     DType dtype = DType::F16;
+    SkinnyEngine engine = SkinnyEngine::Simt;
+    // TensorCore: CTAs (a thread-block cluster) that split K; 0 picks from the shape (skinny_gemm_tc.cu).
+    int splitK = 0;
     void* out = nullptr;           // [rows, n], outStride
     const void* x = nullptr;       // [rows, k], xStride ([rows, 2k] with siluMulInput)
     const void* weight = nullptr;  // [n, k], weightStride
     int64_t outStride = 0;         // elements
     int64_t xStride = 0;
     int64_t weightStride = 0;
-    int rows = 0;                  // 0 .. kSkinnyMaxRows
+    int rows = 0;                  // 0 .. kSkinnyMaxRows (Simt), kSkinnyTcMaxRows (TensorCore)
     int n = 0;
     int k = 0;
     // x holds [gate | up], each k wide, and the product uses silu(gate) * up rounded to the dtype (what
@@ -44,8 +56,13 @@ struct SkinnyGemmParams {
 constexpr int64_t skinnyNormSmemBytes(int rows, int k, int elemBytes) { return int64_t(rows) * k * elemBytes; }
 constexpr int64_t kSkinnyNormMaxSmemBytes = 48 * 1024;
 
+constexpr int skinnyMaxRows(SkinnyEngine e) { return e == SkinnyEngine::Simt ? kSkinnyMaxRows : kSkinnyTcMaxRows; }
+
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
+// Either engine, by p.engine. TensorCore returns cudaErrorNotSupported below sm_90, for float32, for K
+// not a multiple of 32 and for rows or strides not 16-byte aligned: callers time it before using it.
 cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream);
+cudaError_t launchSkinnyGemmTc(const SkinnyGemmParams& p, cudaStream_t stream);  // skinny_gemm_tc.cu
 #endif
 
 }  // namespace lector::gpu

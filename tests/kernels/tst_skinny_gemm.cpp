@@ -2,8 +2,11 @@
 // against the reference for 1..8 rows, output counts that are not multiples of the CTA's 8 columns,
 // K with and without 16-byte vectors (the decoder's 1024 / 2048 / 3584, and 13), and strided rows of x.
 // The SiLU-and-mul input variant against siluAndMul followed by the plain product; the float32 output
-// (the LM head's logits) against the dtype output widened.
+// (the LM head's logits) against the dtype output widened. The tensor-core engine (sm_90) the same way,
+// for 2..64 rows and every split of K.
 #include <ATen/ATen.h>
+
+#include <functional>
 
 #include "gpu/ref/skinny_gemm_ref.h"
 #include "gpu/ops.h"
@@ -186,3 +189,152 @@ LECTOR_TEST(floatOutputIsTheRoundedProductWidened)
         }
     }
 }
+
+// --- the tensor-core engine (SkinnyEngine::TensorCore) ---
+
+namespace {
+
+bool throws(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const std::exception&) {
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// On the CPU both engines are the reference, so the engine only sets how many rows are allowed: up to 64
+// with tensor cores, up to 8 with SIMT.
+LECTOR_TEST(tensorCoreEngineTakesUpTo64RowsOnTheCpu)
+{
+    constexpr auto tc = lector::gpu::SkinnyEngine::TensorCore;
+    const at::Tensor x = kt::randn({37, 64}, 71), w = kt::randn({29, 64}, 72);
+    const at::Tensor out = at::full({37, 29}, NAN);
+    lector::gpu::skinnyLinear(out, x, w, false, tc);
+    kt::expectClose("tc engine on cpu, 37 rows", out, at::matmul(x.to(at::kDouble), w.to(at::kDouble).t()), 1e-12);
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(out, x, w); }));  // 37 rows > SIMT's 8
+    const at::Tensor x65 = kt::randn({65, 64}, 73), out65 = at::empty({65, 29});
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(out65, x65, w, false, tc); }));
+}
+
+#ifdef LECTOR_HAVE_CUDA
+
+namespace {
+
+void requireSm90()
+{
+    kt::requireCuda();
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9)
+        LECTOR_SKIP("the tensor-core engine needs sm_90");
+}
+
+}  // namespace
+
+// The kernel against the reference: 2..64 rows (odd counts: partial 8-row tiles), output counts that are
+// not multiples of its 64 columns, K of 32 times an odd number up to the decoder's 3584, strided rows of
+// x, every split of K the launcher may pick (the cluster reduction) and the automatic one.
+LECTOR_TEST(tensorCoreEngineMatchesReference)
+{
+    requireSm90();
+    constexpr auto tc = lector::gpu::SkinnyEngine::TensorCore;
+    struct Shape { int n, k; };
+    const Shape shapes[] = {{37, 32}, {1000, 96}, {4101, 1024}, {1027, 3584}, {64, 2048}};
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        for (const Shape& s : shapes) {
+            for (int rows : {2, 7, 8, 9, 31, 64}) {
+                const uint64_t seed = 81 + s.n + s.k + rows;
+                const at::Tensor x = stridedX(rows, s.k, type, seed);
+                const at::Tensor w = kt::randn({s.n, s.k}, seed + 1, type);
+                const at::Tensor ref = runReference(x.to(at::kFloat), w.to(at::kFloat));
+                const at::Tensor xc = x.cuda(), wc = w.cuda();
+                const at::Tensor out = at::full({rows, s.n}, NAN, xc.options());
+                lector::gpu::skinnyLinear(out, xc, wc, false, tc);
+                kt::expectClose("tc " + kt::typeName(type) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k) +
+                                    " rows " + std::to_string(rows),
+                                out, ref, kt::nmseBound(type), at::matmul(xc, wc.t()));
+            }
+        }
+        // Every split through the Params (gpu::ops picks the automatic one).
+        const at::Tensor x = stridedX(13, 1024, type, 91).cuda(), w = kt::randn({999, 1024}, 92, type).cuda();
+        const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
+        for (int split : {1, 2, 4, 8}) {
+            const at::Tensor out = at::full({13, 999}, NAN, x.options());
+            lector::gpu::SkinnyGemmParams p;
+            p.dtype = kt::toDType(type);
+            p.engine = tc;
+            p.splitK = split;
+            p.out = out.data_ptr();
+            p.x = x.data_ptr();
+            p.weight = w.data_ptr();
+            p.outStride = out.stride(0);
+            p.xStride = x.stride(0);
+            p.weightStride = w.stride(0);
+            p.rows = 13;
+            p.n = 999;
+            p.k = 1024;
+            LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
+            LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            kt::expectClose("tc " + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
+        }
+    }
+    // Refused, with a named error: float32, and K that is not a multiple of 32.
+    const at::Tensor x32 = kt::randn({4, 64}, 93).cuda(), w32 = kt::randn({40, 64}, 94).cuda();
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(at::empty({4, 40}, x32.options()), x32, w32, false, tc); }));
+    const at::Tensor xh = kt::randn({4, 48}, 95, at::kHalf).cuda(), wh = kt::randn({40, 48}, 96, at::kHalf).cuda();
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(at::empty({4, 40}, xh.options()), xh, wh, false, tc); }));
+}
+
+// Its SiLU-mul input, add + RMSNorm prologue (new residual written once, the input left alone) and
+// float32 out, against the reference compositions, at the decoder's shapes and odd ones.
+LECTOR_TEST(tensorCoreEngineVariantsMatchReference)
+{
+    requireSm90();
+    constexpr auto tc = lector::gpu::SkinnyEngine::TensorCore;
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        for (int rows : {3, 16, 45, 64}) {
+            for (int k : {96, 3584}) {  // SiLU-mul input
+                const uint64_t seed = 101 + rows + k;
+                const at::Tensor gu = kt::randn({rows, 2 * k}, seed, type, 2.0), w = kt::randn({1027, k}, seed + 1, type);
+                const at::Tensor ref = siluThenReference(gu.to(at::kFloat), w.to(at::kFloat));
+                const at::Tensor out = at::full({rows, 1027}, NAN, gu.options()).cuda();
+                lector::gpu::skinnyLinear(out, gu.cuda(), w.cuda(), true, tc);
+                kt::expectClose("tc " + kt::typeName(type) + " silu input, rows " + std::to_string(rows) + " k " +
+                                    std::to_string(k),
+                                out.cpu(), ref, kt::nmseBound(type));
+            }
+            for (int k : {64, 1024}) {  // add + RMSNorm prologue
+                const uint64_t seed = 111 + rows + k;
+                const at::Tensor delta = kt::randn({rows, k}, seed, type);
+                const at::Tensor residual = kt::randn({rows, k}, seed + 1, type, 3.0);
+                const at::Tensor normWeight = (kt::randn({k}, seed + 2) * 0.2 + 1.0).to(type);
+                const at::Tensor w = kt::randn({4101, k}, seed + 3, type);
+                const at::Tensor wantResidual = residual.clone(), want = at::empty({rows, 4101}, delta.options());
+                lector::gpu::skinnyLinearAddRmsNorm(want, delta, residual, wantResidual, normWeight, 1e-5, w, tc);  // CPU
+                const at::Tensor resIn = residual.cuda(), resOut = at::full_like(resIn, NAN);
+                const at::Tensor out = at::full({rows, 4101}, NAN, resIn.options());
+                lector::gpu::skinnyLinearAddRmsNorm(out, delta.cuda(), resIn, resOut, normWeight.cuda(), 1e-5, w.cuda(), tc);
+                const std::string what = "tc " + kt::typeName(type) + " add+norm, rows " + std::to_string(rows) + " k " +
+                                         std::to_string(k);
+                kt::expectClose(what, out.cpu(), want.to(at::kFloat), kt::nmseBound(type));
+                LECTOR_CHECK_MSG(at::equal(resOut.cpu(), wantResidual), what << ": residual differs");
+                LECTOR_CHECK(at::equal(resIn.cpu(), residual));
+            }
+            // float32 out: the rounded product widened, bit for bit against the kernel's own dtype output.
+            const at::Tensor x = kt::randn({rows, 1024}, 121 + rows, type).cuda();
+            const at::Tensor w = kt::randn({3001, 1024}, 122, type, 0.05).cuda();
+            const at::Tensor rounded = at::empty({rows, 3001}, x.options());
+            const at::Tensor widened = at::full({rows, 3001}, NAN, x.options().dtype(at::kFloat));
+            lector::gpu::skinnyLinear(rounded, x, w, false, tc);
+            lector::gpu::skinnyLinear(widened, x, w, false, tc);
+            LECTOR_CHECK(at::equal(widened, rounded.to(at::kFloat)));
+            kt::expectClose("tc " + kt::typeName(type) + " float32 out, rows " + std::to_string(rows), widened.cpu(),
+                            runReference(x.cpu(), w.cpu()).to(at::kFloat), kt::nmseBound(type));
+        }
+    }
+}
+
+#endif  // LECTOR_HAVE_CUDA

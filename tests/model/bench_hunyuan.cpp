@@ -218,6 +218,19 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         ops.push_back({"qkv skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outQkv, h, res, res2, w.inputNorm, 1e-5, w.qkvProj); }});
         ops.push_back({"gate/up skinny, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outGateUp, h, res, res2, w.postNorm, 1e-5, w.gateUpProj); }});
     }
+    if (b > 1 && b <= gpu::kSkinnyTcMaxRows && h.scalar_type() != at::kFloat) {
+        // The skinny GEMM's tensor-core engine (sm_90, 16-bit types) on the same operands.
+        constexpr gpu::SkinnyEngine tc = gpu::SkinnyEngine::TensorCore;
+        const at::Tensor outQkv = at::empty({b, w.qkvProj.size(0)}, opts), outO = at::empty({b, c.hiddenSize}, opts);
+        const at::Tensor outGateUp = at::empty({b, w.gateUpProj.size(0)}, opts), outDown = at::empty({b, c.hiddenSize}, opts);
+        const at::Tensor outLogits = at::empty({b, decoder.lmHead().size(0)}, opts.dtype(at::kFloat));
+        const at::Tensor res2 = at::empty_like(res);
+        ops.push_back({"qkv tensor cores, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outQkv, h, res, res2, w.inputNorm, 1e-5, w.qkvProj, tc); }});
+        ops.push_back({"o tensor cores", L, [=, &w] { gpu::skinnyLinear(outO, attn.view({b, hq * d}), w.oProj, false, tc); }});
+        ops.push_back({"gate/up tensor cores, add + rmsnorm prologue", L, [=, &w] { gpu::skinnyLinearAddRmsNorm(outGateUp, h, res, res2, w.postNorm, 1e-5, w.gateUpProj, tc); }});
+        ops.push_back({"down tensor cores, silu x mul input", L, [=, &w] { gpu::skinnyLinear(outDown, gateUp, w.downProj, true, tc); }});
+        ops.push_back({"lm head tensor cores, float32 out", 1, [=, &decoder] { gpu::skinnyLinear(outLogits, h, decoder.lmHead(), false, tc); }});
+    }
     if (b == 1) {
         // The whole step as one persistent kernel (same weights and caches), for the per-op sums above.
         const gpu::PersistentDecoderModel pm = runner::persistentDecoderModel(decoder, kv, cosSin);

@@ -152,6 +152,16 @@ LECTOR_TEST(fusedRunnerWithSkinnyProjectionsMatchesTheReference)
     checkStepByStep(options);
 }
 
+// The same with the skinny GEMM's SIMT engine at one row and its tensor-core engine above (on the CPU
+// both are the reference): the engine choice reaches every fused variant, and steps of 2 rows take it.
+LECTOR_TEST(fusedRunnerWithTensorCoreProjectionsMatchesTheReference)
+{
+    runner::RunnerOptions options;
+    options.skinnyRows = 1;
+    options.tensorCoreRows = 64;
+    checkStepByStep(options);
+}
+
 // Decode-only steps whose ids come from the device (RunnerStep::deviceTokenIds) rather than the host.
 LECTOR_TEST(decodeIdsFedFromTheDeviceMatchTheReference)
 {
