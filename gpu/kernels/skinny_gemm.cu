@@ -6,11 +6,12 @@
 // 256 above. Element-wise path when K or a stride is not a multiple of the vector width.
 //
 // The first weights (and the norm weight) are loaded before gridDependencyWait(): under PDL (common.cuh)
-// they stream in while the previous kernel finishes. With siluMulInput the x operand is silu(gate) * up of a [rows, 2k]
-// gate/up output, rounded to T like silu_and_mul.cu would store it, so the down projection needs no
-// separate activation kernel. With normWeight (kNorm) the CTA first adds the delta x to the residual and
-// RMS-normalises the rows into shared memory (every CTA recomputes the norm of its few rows from L2;
-// CTA 0 stores the new residual), so the fused add + RMSNorm kernel before the projection disappears.
+// they stream in while the previous kernel finishes. With siluMulInput the x operand is silu(gate) * up
+// of a [rows, 2k] gate/up output, rounded to T like silu_and_mul.cu would store it, so the down
+// projection needs no separate activation kernel. With normWeight (kNorm) the CTA first adds the delta x
+// to the residual and RMS-normalises the rows into shared memory (every CTA recomputes the norm of its
+// few rows from L2; CTA 0 stores the new residual), so the fused add + RMSNorm kernel before the
+// projection disappears.
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 
@@ -57,8 +58,6 @@ struct XRow {
     }
 };
 
-// kNorm prologue: rows of round(normWeight * r / rms(r)), r = round(residualIn + x), into xs
-// ([kRows, numVec] vectors); CTA 0 stores r to residualOut. Numerics of rms_norm.cu.
 // The norm weight's vectors of this thread (v = threadIdx.x + i * kThreads), loaded before
 // gridDependencyWait(): they are immutable, and loading them after the block's sum of squares put an
 // L2 round trip on every step's critical path, twice per layer.
@@ -89,6 +88,8 @@ struct NormWeights {
     }
 };
 
+// kNorm prologue: rows of round(normWeight * r / rms(r)), r = round(residualIn + x), into xs
+// ([kRows, numVec] vectors); CTA 0 stores r to residualOut. Numerics of rms_norm.cu.
 template <class T, int kRows, int kThreads>
 __device__ void addRmsNormRows(const SkinnyGemmParams& p, int numVec, uint4* xs, const NormWeights<T, kThreads>& nw)
 {
