@@ -4,8 +4,8 @@
 // each as 20 launches replayed from a CUDA graph, and the bytes of weight over the measured copy
 // bandwidth. Without libtorch, so it builds with nvcc alone:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_skinny_gemm.cu \
-//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/ref/skinny_gemm_ref.cpp \
-//        gpu/ref/rms_norm_ref.cpp -lcublas -o build-gpu/bench_skinny_gemm
+//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
+//        gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp -lcublas -o build-gpu/bench_skinny_gemm
 // (or the CMake target of the same name in CUDA builds). It first checks both engines against the CPU
 // reference on odd shapes and on every variant (plain, SiLU-mul input, add + RMSNorm prologue, float32
 // out), both 16-bit dtypes; exit code 1 on a mismatch.
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/kernels/rms_norm.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 #include "gpu/ref/element_ref.h"
 #include "gpu/ref/skinny_gemm_ref.h"
@@ -236,6 +237,7 @@ struct Projection {
     const char* name;
     int n, k;
     bool silu, outFloat;
+    bool norm = false;  // the add + RMSNorm prologue (cuBLAS column: rms_norm.cu's fused kernel first)
 };
 
 }  // namespace
@@ -268,6 +270,7 @@ int main()
                 "copy bandwidth %.0f GB/s\n\n| projection | rows | weight floor | simt | tc auto | tc split 1 / 2 / 4 / 8 | cuBLAS | best ours vs cuBLAS |\n|---|---|---|---|---|---|---|---|\n",
                 bw / 1e9);
     const Projection projections[] = {{"qkv", 4096, 1024, false, false},
+                                      {"qkv (add + RMSNorm prologue)", 4096, 1024, false, false, true},
                                       {"o", 1024, 2048, false, false},
                                       {"gate/up", 7168, 1024, false, false},
                                       {"down (silu-mul input)", 1024, 3584, true, false},
@@ -283,8 +286,10 @@ int main()
         const int xWidth = pr.silu ? 2 * pr.k : pr.k;
         Buffer x(size_t(64) * xWidth * 2), out(size_t(64) * pr.n * 4), ref(size_t(64) * pr.n * 2);
         check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
-        Buffer act(size_t(64) * pr.k * 2);
+        Buffer act(size_t(64) * pr.k * 2), res(size_t(64) * pr.k * 2), res2(size_t(64) * pr.k * 2), nw(size_t(pr.k) * 2);
         check(cudaMemset(act.ptr, 0x22, act.bytes), "memset");
+        check(cudaMemset(res.ptr, 0x22, res.bytes), "memset");
+        check(cudaMemset(nw.ptr, 0x3c, nw.bytes), "memset");  // 0x3c3c: about 1.06 in float16
         for (int rows : {1, 2, 4, 8, 16, 32, 64}) {
             auto ours = [&](gpu::SkinnyEngine e, int split) {
                 return graphMicros(stream, [&](int i) {
@@ -303,6 +308,12 @@ int main()
                     p.k = pr.k;
                     p.siluMulInput = pr.silu;
                     p.outFloat = pr.outFloat;
+                    if (pr.norm) {
+                        p.normWeight = nw.ptr;
+                        p.residualIn = res.ptr;
+                        p.residualOut = res2.ptr;
+                        p.residualStride = pr.k;
+                    }
                     return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
                 });
             };
@@ -314,8 +325,19 @@ int main()
             // separate pass there; here it is left out, which flatters cuBLAS).
             const float one = 1.0f, zero = 0.0f;
             const double blasUs = graphMicros(stream, [&](int i) {
+                if (pr.norm) {
+                    gpu::RmsNormParams n;
+                    n.out = act.ptr;
+                    n.input = x.ptr;
+                    n.residual = res2.ptr;
+                    n.weight = nw.ptr;
+                    n.outStride = n.inputStride = n.residualStride = pr.k;
+                    n.numTokens = rows;
+                    n.hidden = pr.k;
+                    if (gpu::launchRmsNorm(n, stream) != cudaSuccess) return false;
+                }
                 return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % copies]->ptr, CUDA_R_16F,
-                                    pr.k, pr.silu ? act.ptr : x.ptr, CUDA_R_16F, pr.k, &zero, ref.ptr, CUDA_R_16F, pr.n,
+                                    pr.k, pr.silu || pr.norm ? act.ptr : x.ptr, CUDA_R_16F, pr.k, &zero, ref.ptr, CUDA_R_16F, pr.n,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
             });
             double best = std::isnan(simt) ? tc : std::min(simt, tc);
