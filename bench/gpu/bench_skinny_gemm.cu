@@ -246,7 +246,9 @@ int main()
 {
     std::printf("# bench_skinny_gemm\n\n## check against the CPU reference\n\n| engine | dtype | rows x n x k | nmse | ok |\n|---|---|---|---|---|\n");
     for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
-        for (const Case& c : {Case{1, 37, 64}, Case{5, 1000, 264}, Case{8, 1027, 3584, true}})
+        for (const Case& c : {Case{1, 37, 64}, Case{5, 1000, 264}, Case{8, 1027, 3584, true}, Case{1, 4096, 1024, false, true},
+                              Case{3, 1000, 1024, false, true}, Case{6, 1027, 1024, false, true},
+                              Case{8, 4101, 1024, false, true}})
             checkCase(c, t, gpu::SkinnyEngine::Simt);
         const Case tcCases[] = {
             {2, 37, 32},          {3, 1000, 256},        {8, 64, 1024},        {9, 1027, 3584, true},
