@@ -6,9 +6,9 @@
 //
 // Two engines behind one Params struct. Simt (skinny_gemm.cu): float32 FMAs, 1..8 rows, any dtype and K.
 // TensorCore (skinny_gemm_tc.cu, sm_90): mma.sync over the weight as the 16-row operand and the rows of x
-// as the 8-wide one, so 2..64 decode rows cost one pass over the weight instead of cuBLAS's kernels for
-// large M (at 32 rows on an H200 cuBLAS took 6.9 us for the 7.3 MB down projection, 1.1 TB/s); 16-bit
-// dtypes, K a multiple of 32.
+// as the 8-wide one, 2..64 rows in one pass over the weight; 16-bit dtypes, K a multiple of 32. On the
+// H200 it beats cuBLAS (about 5 us per projection whatever the rows) only for the LM head at 2-32 rows and
+// the o projection at 8-16 (bench/gpu/bench_skinny_gemm.cu, docs/perf.md).
 #pragma once
 
 #include "gpu/kernels/types.h"
