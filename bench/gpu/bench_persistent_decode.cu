@@ -25,19 +25,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/gpu/cuda_bench.h"
 #include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/ref/persistent_decode_ref.h"
 
 namespace gpu = lector::gpu;
+namespace bench = lector::bench;
 
 namespace {
 
-void check(cudaError_t err, const char* what)
-{
-    if (err == cudaSuccess) return;
-    std::fprintf(stderr, "bench_persistent_decode: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-}
+using bench::check;
+using Buffer = bench::DeviceBuffer;
 
 // Uniform values in [-scale, scale) + offset from a hash of the index (no zeros, no repeats).
 template <class T>
@@ -54,42 +52,11 @@ __global__ void fillKernel(T* out, size_t n, uint32_t seed, float scale, float o
     }
 }
 
-struct Buffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-    explicit Buffer(size_t n) : bytes(n) { check(cudaMalloc(&ptr, n), "cudaMalloc"); }
-    ~Buffer() { cudaFree(ptr); }
-    Buffer(const Buffer&) = delete;
-    Buffer& operator=(const Buffer&) = delete;
-};
-
 template <class T>
 void fill(Buffer& b, uint32_t seed, float scale, float offset = 0.0f)
 {
     fillKernel<T><<<1024, 256>>>(static_cast<T*>(b.ptr), b.bytes / sizeof(T), seed, scale, offset);
     check(cudaGetLastError(), "fill");
-}
-
-double copyBandwidth()
-{
-    const size_t bytes = size_t(2) << 30;
-    Buffer a(bytes), b(bytes);
-    check(cudaMemset(a.ptr, 1, bytes), "memset");
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int i = 0; i < 12; ++i) {
-        cudaEventRecord(e0);
-        check(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice), "copy");
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float t = 0;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (i >= 2) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
 }
 
 struct Model {
@@ -369,7 +336,7 @@ int main(int argc, char** argv)
     check(cudaGetDeviceProperties(&prop, 0), "device");
     int clockKhz = 0;
     check(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0), "clock");
-    const double copyBw = copyBandwidth();
+    const double copyBw = bench::copyBandwidth();
     std::printf("## persistent decode step on %s (%d SMs), %d layers, HunyuanOCR shapes; copy %.0f GB/s\n\n", prop.name,
                 prop.multiProcessorCount, layers, copyBw / 1e9);
     // Variants (benchmark flags of persistent_decode.cuh): what each part costs, in the same run.

@@ -24,32 +24,21 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/cuda_bench.h"
 #include "gpu/kernels/rms_norm.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 #include "gpu/ref/element_ref.h"
 #include "gpu/ref/skinny_gemm_ref.h"
 
 namespace gpu = lector::gpu;
+namespace bench = lector::bench;
 
 namespace {
 
 bool g_failed = false;
 
-void check(cudaError_t err, const char* what)
-{
-    if (err == cudaSuccess) return;
-    std::fprintf(stderr, "bench_skinny_gemm: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-}
-
-struct Buffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-    explicit Buffer(size_t n) : bytes(n) { check(cudaMalloc(&ptr, std::max<size_t>(n, 16)), "cudaMalloc"); }
-    ~Buffer() { cudaFree(ptr); }
-    Buffer(const Buffer&) = delete;
-    Buffer& operator=(const Buffer&) = delete;
-};
+using bench::check;
+using Buffer = bench::DeviceBuffer;
 
 // Host values of a dtype, rounded once (the reference reads the same bits the kernel does).
 std::vector<uint16_t> randomBits(size_t n, gpu::DType t, uint32_t seed, float scale, float offset = 0.0f)
@@ -175,26 +164,6 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
 
 // --- timing ---
 
-double copyBandwidth()
-{
-    const size_t bytes = size_t(2) << 30;
-    Buffer a(bytes), b(bytes);
-    check(cudaMemset(a.ptr, 1, bytes), "memset");
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    check(cudaMemcpy(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice), "copy");
-    cudaEventRecord(e0);
-    for (int i = 0; i < 5; ++i) cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice);
-    cudaEventRecord(e1);
-    check(cudaEventSynchronize(e1), "copy");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return 2.0 * bytes * 5 / (ms * 1e-3);
-}
-
 // Microseconds per call: 20 calls captured in a graph, replayed, median of 7 replays. The graph reads
 // a fresh weight copy per call (several copies round-robin, 600 MB in all) so L2 never holds the weight.
 double graphMicros(cudaStream_t stream, const std::function<bool(int)>& call)
@@ -267,7 +236,7 @@ int main()
     cublasHandle_t blas;
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
     cublasSetStream(blas, stream);
-    const double bw = copyBandwidth();
+    const double bw = bench::copyBandwidth();
     std::printf("\n## projections, float16, us per call (20 calls in a CUDA graph, weights cold in L2)\n\n"
                 "copy bandwidth %.0f GB/s\n\n| projection | rows | weight floor | simt | tc auto | tc split 1 / 2 / 4 / 8 | cuBLAS | best ours vs cuBLAS |\n|---|---|---|---|---|---|---|---|\n",
                 bw / 1e9);

@@ -53,43 +53,27 @@ __device__ __forceinline__ void allowDependentLaunch()
 #endif
 }
 
+// An attribute of the current device, 0 where it cannot be read.
+inline int currentDeviceAttribute(cudaDeviceAttr attr)
+{
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) return 0;
+    return value;
+}
+
 // Whether launches use PDL: the current device at first use is sm_90 or newer and LECTOR_PDL is not "0".
 inline bool programmaticLaunchEnabled()
 {
     static const bool enabled = [] {
         const char* env = std::getenv("LECTOR_PDL");
         if (env && env[0] == '0') return false;
-        int device = 0, major = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
-            return false;
-        return major >= 9;
+        return currentDeviceAttribute(cudaDevAttrComputeCapabilityMajor) >= 9;
     }();
     return enabled;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled.
-template <class... Params, class... Args>
-cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                         Args&&... args)
-{
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    if (programmaticLaunchEnabled()) {
-        config.attrs = attribute;
-        config.numAttrs = 1;
-    }
-    LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-    return cudaGetLastError();
-}
-
-// launchKernel in thread-block clusters of clusterX CTAs along x (sm_90; gridDim.x a multiple of clusterX).
+// kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled, in thread-block clusters of
+// clusterX CTAs along x where clusterX > 0 (sm_90; gridDim.x a multiple of clusterX).
 template <class... Params, class... Args>
 cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                    unsigned clusterX, Args&&... args)
@@ -100,16 +84,31 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     config.dynamicSmemBytes = smem;
     config.stream = stream;
     cudaLaunchAttribute attribute[2];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = clusterX;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = programmaticLaunchEnabled() ? 2 : 1;
+    unsigned n = 0;
+    if (clusterX > 0) {
+        attribute[n].id = cudaLaunchAttributeClusterDimension;
+        attribute[n].val.clusterDim.x = clusterX;
+        attribute[n].val.clusterDim.y = 1;
+        attribute[n].val.clusterDim.z = 1;
+        ++n;
+    }
+    if (programmaticLaunchEnabled()) {
+        attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[n].val.programmaticStreamSerializationAllowed = 1;
+        ++n;
+    }
+    config.attrs = n > 0 ? attribute : nullptr;
+    config.numAttrs = n;
     LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
     return cudaGetLastError();
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled.
+template <class... Params, class... Args>
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                         Args&&... args)
+{
+    return launchKernelInClusters(kernel, grid, block, smem, stream, 0u, std::forward<Args>(args)...);
 }
 
 // --- dispatch ---

@@ -277,22 +277,15 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
 int numSms()
 {
     static const int sms = [] {
-        int device = 0, count = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-            return 132;
-        return count;
+        const int count = currentDeviceAttribute(cudaDevAttrMultiProcessorCount);
+        return count > 0 ? count : 132;
     }();
     return sms;
 }
 
 bool deviceIsSm90()
 {
-    static const bool ok = [] {
-        int device = 0, major = 0;
-        return cudaGetDevice(&device) == cudaSuccess &&
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
-    }();
+    static const bool ok = currentDeviceAttribute(cudaDevAttrComputeCapabilityMajor) >= 9;
     return ok;
 }
 

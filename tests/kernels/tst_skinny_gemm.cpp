@@ -22,9 +22,9 @@ at::Tensor stridedX(int rows, int k, at::ScalarType type, uint64_t seed)
     return kt::randn({rows, k + 8}, seed, type).slice(1, 0, k);
 }
 
-at::Tensor runReference(const at::Tensor& x, const at::Tensor& weight)
+// The plain product's Params for out [rows, n] = x [rows, k] weight [n, k]^T.
+lector::gpu::SkinnyGemmParams paramsOf(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight)
 {
-    const at::Tensor out = at::full({x.size(0), weight.size(0)}, NAN, x.options());
     lector::gpu::SkinnyGemmParams p;
     p.dtype = kt::toDType(x.scalar_type());
     p.out = out.data_ptr();
@@ -36,9 +36,32 @@ at::Tensor runReference(const at::Tensor& x, const at::Tensor& weight)
     p.rows = static_cast<int>(x.size(0));
     p.n = static_cast<int>(weight.size(0));
     p.k = static_cast<int>(x.size(1));
-    lector::gpu::ref::skinnyGemmRef(p);
+    return p;
+}
+
+at::Tensor runReference(const at::Tensor& x, const at::Tensor& weight)
+{
+    const at::Tensor out = at::full({x.size(0), weight.size(0)}, NAN, x.options());
+    lector::gpu::ref::skinnyGemmRef(paramsOf(out, x, weight));
     return out;
 }
+
+#ifdef LECTOR_HAVE_CUDA
+// One engine on CUDA against the reference: random strided x [rows, k] and weight [n, k] of the type.
+void expectEngineMatchesReference(lector::gpu::SkinnyEngine engine, at::ScalarType type, int n, int k, int rows,
+                                  uint64_t seed, const std::string& label)
+{
+    const at::Tensor x = stridedX(rows, k, type, seed);
+    const at::Tensor w = kt::randn({n, k}, seed + 1, type);
+    const at::Tensor ref = runReference(x.to(at::kFloat), w.to(at::kFloat));
+    const at::Tensor xc = x.cuda(), wc = w.cuda();
+    const at::Tensor out = at::full({rows, n}, NAN, xc.options());
+    lector::gpu::skinnyLinear(out, xc, wc, false, engine);
+    kt::expectClose(label + kt::typeName(type) + " n " + std::to_string(n) + " k " + std::to_string(k) + " rows " +
+                        std::to_string(rows),
+                    out, ref, kt::nmseBound(type), at::matmul(xc, wc.t()));
+}
+#endif
 
 }  // namespace
 
@@ -63,18 +86,9 @@ LECTOR_TEST(cudaMatchesReference)
     const Shape shapes[] = {{1, 8}, {37, 13}, {1000, 264}, {4101, 1024}, {1024, 2048}, {1027, 3584}};
     for (at::ScalarType type : kt::floatTypes()) {
         for (const Shape& s : shapes) {
-            for (int rows : {1, 2, 5, 8}) {
-                const uint64_t seed = 31 + s.n + s.k + rows;
-                const at::Tensor x = stridedX(rows, s.k, type, seed);
-                const at::Tensor w = kt::randn({s.n, s.k}, seed + 1, type);
-                const at::Tensor ref = runReference(x.to(at::kFloat), w.to(at::kFloat));
-                const at::Tensor xc = x.cuda(), wc = w.cuda();
-                const at::Tensor out = at::full({rows, s.n}, NAN, xc.options());
-                lector::gpu::skinnyLinear(out, xc, wc);
-                kt::expectClose(kt::typeName(type) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k) + " rows " +
-                                    std::to_string(rows),
-                                out, ref, kt::nmseBound(type), at::matmul(xc, wc.t()));
-            }
+            for (int rows : {1, 2, 5, 8})
+                expectEngineMatchesReference(lector::gpu::SkinnyEngine::Simt, type, s.n, s.k, rows,
+                                             31 + s.n + s.k + rows, "");
         }
     }
 }
@@ -245,37 +259,17 @@ LECTOR_TEST(tensorCoreEngineMatchesReference)
     const Shape shapes[] = {{37, 32}, {1000, 96}, {4101, 1024}, {1027, 3584}, {64, 2048}};
     for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
         for (const Shape& s : shapes) {
-            for (int rows : {2, 7, 8, 9, 31, 64}) {
-                const uint64_t seed = 81 + s.n + s.k + rows;
-                const at::Tensor x = stridedX(rows, s.k, type, seed);
-                const at::Tensor w = kt::randn({s.n, s.k}, seed + 1, type);
-                const at::Tensor ref = runReference(x.to(at::kFloat), w.to(at::kFloat));
-                const at::Tensor xc = x.cuda(), wc = w.cuda();
-                const at::Tensor out = at::full({rows, s.n}, NAN, xc.options());
-                lector::gpu::skinnyLinear(out, xc, wc, false, tc);
-                kt::expectClose("tc " + kt::typeName(type) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k) +
-                                    " rows " + std::to_string(rows),
-                                out, ref, kt::nmseBound(type), at::matmul(xc, wc.t()));
-            }
+            for (int rows : {2, 7, 8, 9, 31, 64})
+                expectEngineMatchesReference(tc, type, s.n, s.k, rows, 81 + s.n + s.k + rows, "tc ");
         }
         // Every split through the Params (gpu::ops picks the automatic one).
         const at::Tensor x = stridedX(13, 1024, type, 91).cuda(), w = kt::randn({999, 1024}, 92, type).cuda();
         const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
         for (int split : {1, 2, 4, 8}) {
             const at::Tensor out = at::full({13, 999}, NAN, x.options());
-            lector::gpu::SkinnyGemmParams p;
-            p.dtype = kt::toDType(type);
+            lector::gpu::SkinnyGemmParams p = paramsOf(out, x, w);
             p.engine = tc;
             p.splitK = split;
-            p.out = out.data_ptr();
-            p.x = x.data_ptr();
-            p.weight = w.data_ptr();
-            p.outStride = out.stride(0);
-            p.xStride = x.stride(0);
-            p.weightStride = w.stride(0);
-            p.rows = 13;
-            p.n = 999;
-            p.k = 1024;
             LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
             LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
             kt::expectClose("tc " + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
