@@ -216,9 +216,30 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
 }
 
+int64_t pagedDecodeClusterPartitions(const at::Tensor& keyCache, int64_t numQHeads, int64_t maxContextLen,
+                                     int64_t wanted)
+{
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    if (!keyCache.is_cuda() || keyCache.dim() != 4 || keyCache.size(2) <= 0) return 0;
+    const c10::DeviceGuard guard(keyCache.device());
+    const DType dtype = dtypeOf(keyCache, "pagedDecodeClusterPartitions", "keyCache");
+    const int groupSize = static_cast<int>(numQHeads / keyCache.size(2));
+    for (int64_t parts = std::min<int64_t>(wanted, 16); parts >= 2; parts /= 2)
+        if (pagedDecodeClusterPartitionLen(static_cast<int>(maxContextLen), static_cast<int>(parts)) <=
+                kDecodeMaxPartition &&
+            pagedDecodeClusterFits(dtype, static_cast<int>(parts), groupSize, static_cast<int>(keyCache.size(3)),
+                                   static_cast<int>(maxContextLen)))
+            return parts;
+#else
+    (void)keyCache, (void)numQHeads, (void)maxContextLen, (void)wanted;
+#endif
+    return 0;
+}
+
 void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
                           const at::Tensor& valueCache, const at::Tensor& blockTable,
-                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize)
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize,
+                          int64_t clusterPartitions)
 {
     const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
@@ -254,14 +275,22 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
     p.headDim = toInt(headDim, op, "headDim");
     p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
     p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
-    p.partitionSize = toInt(partitionSize >= 0 ? partitionSize
-                                               : pagedAttentionPartitionSize(numSeqs, numKvHeads, maxContextLen,
-                                                                             query.device()),
-                            op, "partitionSize");
-    TORCH_CHECK(p.partitionSize % kKvBlockSize == 0 && p.partitionSize <= kDecodeMaxPartition &&
-                    (p.partitionSize > 0 || maxContextLen <= kDecodeMaxPartition),
-                op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
-                kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
+    if (clusterPartitions > 0) {
+        TORCH_CHECK(clusterPartitions >= 2 && clusterPartitions <= 16, op, ": clusterPartitions ", clusterPartitions,
+                    " must be 2..16");
+        TORCH_CHECK(pagedDecodeClusterPartitionLen(p.maxContextLen, int(clusterPartitions)) <= kDecodeMaxPartition, op,
+                    ": maxContextLen ", maxContextLen, " is too long for ", clusterPartitions, " partitions");
+        p.clusterPartitions = int(clusterPartitions);
+    } else {
+        p.partitionSize = toInt(partitionSize >= 0 ? partitionSize
+                                                   : pagedAttentionPartitionSize(numSeqs, numKvHeads, maxContextLen,
+                                                                                 query.device()),
+                                op, "partitionSize");
+        TORCH_CHECK(p.partitionSize % kKvBlockSize == 0 && p.partitionSize <= kDecodeMaxPartition &&
+                        (p.partitionSize > 0 || maxContextLen <= kDecodeMaxPartition),
+                    op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
+                    kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
+    }
     p.scale = static_cast<float>(scale);
     at::Tensor workspace;
     if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {

@@ -41,13 +41,23 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
 // out[s, h] = softmax(scale * q[s, h] . K[s]) V[s] over the contextLens[s] cached tokens of sequence s.
 // out, query: [numSeqs, numQHeads, headDim] (any seq stride); contextLens: [numSeqs] int32;
 // maxContextLen >= max(contextLens) sizes the grid. partitionSize < 0 chooses automatically.
+// clusterPartitions > 0 (CUDA, sm_90; what pagedDecodeClusterPartitions() returned): that many partitions
+// per sequence, sharing out its own context and merged through distributed shared memory, instead of
+// partitionSize (a device that cannot run the cluster fails the launch: ask first, outside graph capture);
+// the CPU reference computes the same attention either way.
 // Under PDL (sm_90+) short partitions read the cache before the previous kernel on the stream has
 // finished: that kernel may write only each sequence's newest token (slot contextLens[s] - 1), as the
 // decoder's QK-norm/RoPE + KV write does; anything else must be written before it.
 void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
                           const at::Tensor& valueCache, const at::Tensor& blockTable,
                           const at::Tensor& contextLens, int64_t maxContextLen, double scale,
-                          int64_t partitionSize = -1);
+                          int64_t partitionSize = -1, int64_t clusterPartitions = 0);
+
+// The largest cluster of at most `wanted` (16, 8, 4, 2) partitions pagedDecodeAttention can run on
+// keyCache's device for numQHeads query heads and contexts up to maxContextLen; 0 on the CPU, before sm_90,
+// or where none fits.
+int64_t pagedDecodeClusterPartitions(const at::Tensor& keyCache, int64_t numQHeads, int64_t maxContextLen,
+                                     int64_t wanted);
 
 // Causal attention of each sequence's new tokens over its cached + new tokens (new K/V already in
 // the cache). out, query: [numTokens, numQHeads, headDim]; cuSeqlensQ: [numSeqs + 1] int32;

@@ -26,6 +26,9 @@ constexpr int kGraphPartitionMedium = 256;  // ... up to 64 sequences (H200, bat
 // ... and above: the graph's grid covers 8192 tokens of context, so at 96-256 sequences most of its CTAs
 // have nothing to do (run 10: 9.03 ms graphed vs 8.63 eager at 256); longer partitions launch fewer.
 constexpr int kGraphPartitionLarge = 1024;
+// Partitions per sequence of the cluster merge (RunnerOptions::attentionClusterMaxBatch): 16 CTAs per KV
+// head, 128 CTAs for one sequence of the decoder's 8 KV heads, about one per SM of an H200.
+constexpr int kGraphClusterPartitions = 16;
 
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
@@ -258,7 +261,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
                                valueCache, meta.slots);
         if (meta.decodeOnly) {
             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
-                                      meta.maxContextLen, m_scale, m_decodePartition);
+                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts);
         } else {
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
@@ -500,9 +503,9 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
     const Metadata meta = upload(step);
     const at::Device device = m_decoder.device();
     const double persistentUs = gpu::graphMicros(device, [&] { (void)runPersistent(meta); }, 5);
-    m_decodePartition = kGraphPartitionSmall;
+    useGraphAttention(1);
     const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
-    m_decodePartition = -1;
+    useEagerAttention();
     const bool keep = persistentUs < chainUs;
     auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
     m_persistentReport = (keep ? "persistent decode kernel for single-sequence steps: " : "single-sequence steps run the kernel chain: ") +
@@ -518,10 +521,30 @@ at::Tensor ModelRunner::run(const RunnerStep& step)
 {
     c10::InferenceMode inference;
     if (graphable(step)) return runGraph(step);
-    m_decodePartition = -1;  // automatic for eager steps
+    useEagerAttention();
     const Metadata meta = upload(step);
     if (persistentStep(meta)) return runPersistent(meta);
     return logits(forward(embedRows(meta, step.promptEmbeds), meta));
+}
+
+void ModelRunner::useGraphAttention(int batch)
+{
+    m_decodePartition = batch <= 8 ? kGraphPartitionSmall : batch <= 64 ? kGraphPartitionMedium : kGraphPartitionLarge;
+    m_decodeClusterParts = 0;
+    if (batch > m_options.attentionClusterMaxBatch) return;
+    if (m_graphClusterParts < 0) {
+        const model::hunyuan::TextConfig& c = m_decoder.config();
+        const at::Tensor keyCache = m_kv.keys(0).view({-1, m_kv.blockSize(), c.numKvHeads, c.headDim});
+        m_graphClusterParts = gpu::pagedDecodeClusterPartitions(keyCache, c.numHeads, graphMaxBlocks() * m_kv.blockSize(),
+                                                                kGraphClusterPartitions);
+    }
+    m_decodeClusterParts = m_graphClusterParts;
+}
+
+void ModelRunner::useEagerAttention()
+{
+    m_decodePartition = -1;
+    m_decodeClusterParts = 0;
 }
 
 bool ModelRunner::persistentStep(const Metadata& meta) const
@@ -583,7 +606,7 @@ int ModelRunner::captureGraphs()
         m_graphInput64.narrow(0, (1 + numAxes) * b, b).fill_(-1);
         m_graphInput32.narrow(0, 0, b).fill_(1);
         m_graphInput32.narrow(0, b, b * maxBlocks).zero_();
-        m_decodePartition = b <= 8 ? kGraphPartitionSmall : b <= 64 ? kGraphPartitionMedium : kGraphPartitionLarge;
+        useGraphAttention(b);
         auto graph = std::make_unique<DecodeGraph>();
         const bool persistent = persistentStep(meta);
         auto body = [&] {
@@ -594,7 +617,7 @@ int ModelRunner::captureGraphs()
         pool = &graph->graph;
         m_graphs.emplace(b, std::move(graph));
     }
-    m_decodePartition = -1;
+    useEagerAttention();
     return static_cast<int>(m_graphs.size());
 }
 

@@ -51,6 +51,11 @@ struct RunnerOptions {
     // chain; Always wherever it runs (also on the CPU, as its reference: tests); Never.
     enum class Persistent { Auto, Always, Never };
     Persistent persistentDecode = Persistent::Auto;
+    // Decode graphs of up to this many sequences split attention into a fixed cluster of partitions per
+    // sequence, merged through distributed shared memory (gpu::pagedDecodeAttention's clusterPartitions),
+    // where the device runs it (sm_90); 0: the split-K ticket everywhere. One sequence is 128 CTAs of 4
+    // warps and 224 registers each, about one per SM of an H200 (measured only at one sequence).
+    int attentionClusterMaxBatch = 1;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
@@ -134,6 +139,8 @@ private:
     bool persistentStep(const Metadata& meta) const;
     at::Tensor runPersistent(const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
+    void useGraphAttention(int batch);  // decode attention's split for the graph of `batch` sequences
+    void useEagerAttention();           // ... and for eager steps (automatic)
     at::Tensor runGraph(const RunnerStep& step);
 
     const model::hunyuan::TextDecoder& m_decoder;
@@ -143,6 +150,8 @@ private:
     std::vector<int> m_sections;
     double m_scale = 1.0;
     std::int64_t m_decodePartition = -1;  // split-K partition of decode attention: -1 automatic (eager steps)
+    std::int64_t m_decodeClusterParts = 0;  // > 0: the cluster merge with this many partitions instead
+    std::int64_t m_graphClusterParts = -1;  // what the device runs for the graphs' contexts; -1 not asked yet
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)

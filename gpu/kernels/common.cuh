@@ -73,10 +73,11 @@ inline bool programmaticLaunchEnabled()
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled, in thread-block clusters of
-// clusterX CTAs along x where clusterX > 0 (sm_90; gridDim.x a multiple of clusterX).
+// shape `cluster` (sm_90; each grid dimension a multiple of the cluster's) where cluster.x > 0. Clusters of
+// more than 8 CTAs need the kernel's cudaFuncAttributeNonPortableClusterSizeAllowed first.
 template <class... Params, class... Args>
 cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                   unsigned clusterX, Args&&... args)
+                                   dim3 cluster, Args&&... args)
 {
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
@@ -85,11 +86,11 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     config.stream = stream;
     cudaLaunchAttribute attribute[2];
     unsigned n = 0;
-    if (clusterX > 0) {
+    if (cluster.x > 0) {
         attribute[n].id = cudaLaunchAttributeClusterDimension;
-        attribute[n].val.clusterDim.x = clusterX;
-        attribute[n].val.clusterDim.y = 1;
-        attribute[n].val.clusterDim.z = 1;
+        attribute[n].val.clusterDim.x = cluster.x;
+        attribute[n].val.clusterDim.y = cluster.y;
+        attribute[n].val.clusterDim.z = cluster.z;
         ++n;
     }
     if (programmaticLaunchEnabled()) {
@@ -108,7 +109,7 @@ template <class... Params, class... Args>
 cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                          Args&&... args)
 {
-    return launchKernelInClusters(kernel, grid, block, smem, stream, 0u, std::forward<Args>(args)...);
+    return launchKernelInClusters(kernel, grid, block, smem, stream, dim3(0, 0, 0), std::forward<Args>(args)...);
 }
 
 // --- dispatch ---

@@ -12,8 +12,18 @@
 // kernel: a ticket counter per (row, KV head), returned to zero by that last CTA).
 //
 // Short partitions (one block per warp: the graphed decode steps of a few sequences) load K and V of
-// their blocks up front, before waiting for the previous kernel (kPrefetch below).
+// their blocks up front, before waiting for the previous kernel (kPreBlocks below).
+//
+// Cluster merge (decode only, sm_90; the graphed steps of one or two sequences): a fixed number P of
+// partitions per (row, KV head), each the CTA of one thread-block cluster, split the row's own context
+// between them (their lengths follow the context, so a graph sized for 8192 tokens launches no empty
+// CTAs), load up to two blocks per warp before the wait, and merge through distributed shared memory:
+// every CTA pushes each slice of its partial result into the CTA that owns that slice, one cluster
+// barrier, then each CTA merges and writes its own slice. That replaces the ticket's L2 round trips
+// (fence, atomic, loading the partials) with one barrier.
 #pragma once
+
+#include <cooperative_groups.h>
 
 #include <algorithm>
 
@@ -185,17 +195,129 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
     }
 }
 
-// Partitions of at most this many keys (one block per warp) take the kPrefetch variant.
+// Partitions of at most this many keys (one block per warp) take the prefetching variant.
 constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 
-// kPrefetch: each warp owns at most one block of the partition, and for decode rows it loads that
-// block's K and V before gridDependencyWait(): under PDL the loads overlap the previous kernel (the
-// QK-norm/RoPE kernel that writes this step's K/V). The only cache slot that kernel writes for a decode
-// row is the row's newest token, so after the wait the lanes holding that token load it again. Prefill
-// rows (many new tokens) load after the wait.
-template <class T, int D, int G, bool kPrefetch>
-__global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
+// Largest cluster of the cluster merge (non-portable above 8: H100/H200 allow 16).
+constexpr int kMaxClusterParts = 16;
+
+// The cluster variant's CTAs have 4 warps, each loading up to two blocks before the wait (16 partitions:
+// 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes), 224 registers.
+// 8 warps of one block each were slower in the chain (H200, perf.md call 48: batch-1 step 0.747 ms
+// against 0.680 with the ticket): at 256 threads x 151 registers the CTAs leave no room on the SM for the
+// next kernel's CTAs, which under PDL load their weights while attention runs.
+constexpr int kClusterThreads = 128;
+constexpr int kClusterWarps = kClusterThreads / 32;
+template <class T>
+constexpr int clusterPreBlocks()
 {
+    return sizeof(T) == 4 ? 1 : 2;
+}
+
+// --- barrier.cluster: every thread of every CTA of the cluster arrives, then waits ---
+__device__ __forceinline__ void clusterArriveRelaxed()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void clusterArriveRelease()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void clusterWaitAcquire()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+// Floats of the cluster merge's receive area in each CTA: its slice of every partition's output, then
+// every partition's max and sum per query head.
+template <int D, int G>
+__host__ __device__ constexpr int clusterSliceLen(int parts)
+{
+    return (G * D + parts - 1) / parts;
+}
+template <int D, int G>
+__host__ __device__ constexpr int clusterRecvFloats(int parts)
+{
+    return parts * clusterSliceLen<D, G>(parts) + 2 * parts * G;
+}
+
+// The cluster merge of (row, KV head), called by every thread of every CTA of the cluster. `partial` is
+// this CTA's [kWarps, G, D] unnormalised output per warp in shared memory (nullptr for a partition
+// without keys), with its max logit and sum of weights per query head. `recv` (clusterRecvFloats) must
+// not alias anything the CTA still uses: other CTAs write into it as soon as they get here.
+template <class T, int D, int G, int kWarps>
+__device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], const float (&sum)[G], T* out,
+                             float* recv)
+{
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    const int parts = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+    const int slice = clusterSliceLen<D, G>(parts);
+    float* recvOut = recv;                       // [parts, slice]
+    float* recvMax = recv + parts * slice;       // [parts, G]
+    float* recvSum = recvMax + parts * G;        // [parts, G]
+    // The kernel's first instruction arrived on the cluster barrier; waiting here makes sure every CTA
+    // of the cluster runs (its shared memory exists) before anything is written into it.
+    clusterWaitAcquire();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        for (int d = threadIdx.x; d < D; d += (kWarps * 32)) {
+            float v = 0.0f;
+            if (partial) {
+#pragma unroll
+                for (int w = 0; w < kWarps; ++w) v += partial[(w * G + g) * D + d];
+            }
+            const int idx = g * D + d, owner = idx / slice;
+            cluster.map_shared_rank(recvOut, owner)[rank * slice + idx % slice] = v;
+        }
+    }
+    for (int i = threadIdx.x; i < parts * G; i += (kWarps * 32)) {
+        const int owner = i / G, gi = i % G;
+        float m = -INFINITY, e = 0.0f;
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+            if (g == gi) m = maxLogit[g], e = sum[g];  // registers stay registers: select, not index
+        cluster.map_shared_rank(recvMax, owner)[rank * G + gi] = m;
+        cluster.map_shared_rank(recvSum, owner)[rank * G + gi] = e;
+    }
+    clusterArriveRelease();  // this CTA's pushes are visible to the cluster once everyone has arrived
+    clusterWaitAcquire();
+    for (int t = threadIdx.x; t < slice; t += (kWarps * 32)) {
+        const int idx = rank * slice + t;
+        if (idx >= G * D) break;
+        const int g = idx / D;
+        float m = -INFINITY;
+        for (int q = 0; q < parts; ++q) m = fmaxf(m, recvMax[q * G + g]);
+        const float base = m == -INFINITY ? 0.0f : m;  // no keys anywhere: zeros, not NaN
+        float total = 0.0f, v = 0.0f;
+        for (int q = 0; q < parts; ++q) {
+            const float w = softmaxExp<T>(recvMax[q * G + g] - base);
+            total += recvSum[q * G + g] * w;
+            v = fmaf(recvOut[q * slice + t], w, v);
+        }
+        out[idx] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+    }
+}
+
+// kPreBlocks > 0: each warp loads K and V of its first kPreBlocks blocks of the partition before
+// gridDependencyWait() (decode rows): under PDL the loads overlap the previous kernel (the QK-norm/RoPE
+// kernel that writes this step's K/V). The only cache slot that kernel writes for a decode row is the
+// row's newest token, so after the wait the lanes holding that token load it again. Prefill rows (many
+// new tokens) load after the wait. Blocks past the first kPreBlocks per warp load as they are used.
+// kCluster: the partitions are the CTAs of a cluster along z, split by the row's own context, and
+// merged by clusterMerge (decode rows only); otherwise fixed partitionLen partitions and the ticket.
+template <class T, int D, int G, int kPreBlocks, bool kCluster>
+__global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
+{
+    constexpr int kThreads = kCluster ? kClusterThreads : kAttnThreads;
+    constexpr int kWarps = kThreads / 32;
+    if constexpr (kCluster) clusterArriveRelaxed();  // waited on in clusterMerge
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
     static_assert(D % kVec == 0 && kLanesPerToken <= 32 && 32 % kLanesPerToken == 0, "head dim layout");
@@ -206,8 +328,12 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     // precede the step's first kernel: safe to read before the wait.
     const int row = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
     const RowInfo r = rowInfo(a, row);
-    const int start = part * a.partitionLen;
-    const int end = min(r.numKeys, start + a.partitionLen);
+    int start = part * a.partitionLen, end = min(r.numKeys, start + a.partitionLen);
+    if constexpr (kCluster) {  // blocks [part * n / P, (part + 1) * n / P) of the row's n blocks
+        const int64_t n = ceilDiv(r.numKeys, kKvBlockSize), parts = gridDim.z;
+        start = int(part * n / parts) * kKvBlockSize;
+        end = min(r.numKeys, int((part + 1) * n / parts) * kKvBlockSize);
+    }
     const int numTok = end - start;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
@@ -218,49 +344,62 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
     const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
 
-    uint4 kPre[kPrefetch ? kSteps : 1], vPre[kPrefetch ? kSteps : 1];
-    bool preValid = false;
-    const T* kPreBlock = kHead;
-    const T* vPreBlock = vHead;
-    auto loadPre = [&](bool onlyNewest) {
-        const int newest = r.numKeys - 1 - (firstPage + warp) * kKvBlockSize;  // in this warp's block
+    constexpr int kPre = kPreBlocks > 0 ? kPreBlocks : 1;
+    uint4 kReg[kPre][kSteps], vReg[kPre][kSteps];
+    bool preValid[kPre];
+    const T* kPreBlock[kPre];
+    const T* vPreBlock[kPre];
+    // Block j of this warp is the partition's page warp + j * kWarps.
+    auto loadPre = [&](int j, bool onlyNewest) {
+        const int newest = r.numKeys - 1 - (firstPage + warp + j * kWarps) * kKvBlockSize;  // in that block
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
             const int t = s * kTokensPerStep + tokInStep;
             if (onlyNewest && t != newest) continue;
-            kPre[s] = loadNc16(kPreBlock + t * tokenStride);
-            vPre[s] = loadNc16(vPreBlock + t * tokenStride);
+            kReg[j][s] = loadNc16(kPreBlock[j] + t * tokenStride);
+            vReg[j][s] = loadNc16(vPreBlock[j] + t * tokenStride);
         }
     };
-    const bool early = kPrefetch && a.cuSeqlensQ == nullptr;
-    if constexpr (kPrefetch) {
-        if (warp < numPages) {
-            const int32_t block = table[firstPage + warp];
-            preValid = block >= 0 && block < a.numBlocks;  // warp-uniform
-            kPreBlock = kHead + int64_t(preValid ? block : 0) * kKvBlockSize * tokenStride;
-            vPreBlock = vHead + int64_t(preValid ? block : 0) * kKvBlockSize * tokenStride;
-            if (preValid && early) loadPre(false);
+    const bool early = kPreBlocks > 0 && a.cuSeqlensQ == nullptr;
+#pragma unroll
+    for (int j = 0; j < kPre; ++j) {
+        preValid[j] = false;
+        kPreBlock[j] = kHead;
+        vPreBlock[j] = vHead;
+        const int pg = warp + j * kWarps;
+        if (kPreBlocks > 0 && pg < numPages) {
+            const int32_t block = table[firstPage + pg];
+            preValid[j] = block >= 0 && block < a.numBlocks;  // warp-uniform
+            kPreBlock[j] = kHead + int64_t(preValid[j] ? block : 0) * kKvBlockSize * tokenStride;
+            vPreBlock[j] = vHead + int64_t(preValid[j] ? block : 0) * kKvBlockSize * tokenStride;
+            if (preValid[j] && early) loadPre(j, false);
         }
     }
     gridDependencyWait();
     allowDependentLaunch();
-    if constexpr (kPrefetch) {
-        if (preValid) loadPre(early);  // decode: the newest token again; prefill: everything now
-    }
+#pragma unroll
+    for (int j = 0; j < kPre; ++j)
+        if (kPreBlocks > 0 && preValid[j]) loadPre(j, early);  // decode: the newest token again; prefill: all now
 
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
+    extern __shared__ float smem[];
+    const int mainFloats = max(G * a.partitionLen, kWarps * G * D);
+    float* logits = smem;                         // [G, partitionLen], then p = exp(logit - max)
+    float* redMax = smem + mainFloats;            // [kWarps, G]
+    float* redSum = redMax + kWarps * G;      // [kWarps, G]
+    float* recv = redSum + kWarps * G;        // kCluster: clusterRecvFloats(gridDim.z)
     if (numTok <= 0) {
         // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
-        if (part == 0)
-            for (int i = threadIdx.x; i < G * D; i += kAttnThreads) out[i] = fromFloat<T>(0.0f);
+        if constexpr (kCluster) {
+            float noMax[G], noSum[G];
+#pragma unroll
+            for (int g = 0; g < G; ++g) noMax[g] = -INFINITY, noSum[g] = 0.0f;
+            clusterMerge<T, D, G, kWarps>(nullptr, noMax, noSum, out, recv);
+        } else if (part == 0) {
+            for (int i = threadIdx.x; i < G * D; i += kThreads) out[i] = fromFloat<T>(0.0f);
+        }
         return;
     }
-
-    extern __shared__ float smem[];
-    const int mainFloats = max(G * a.partitionLen, kAttnWarps * G * D);
-    float* logits = smem;                         // [G, partitionLen], then p = exp(logit - max)
-    float* redMax = smem + mainFloats;            // [kAttnWarps, G]
-    float* redSum = redMax + kAttnWarps * G;      // [kAttnWarps, G]
 
     float q[G][kVec];
     const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
@@ -275,14 +414,18 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     float localMax[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
-    for (int pg = warp; pg < numPages; pg += kAttnWarps) {  // kPrefetch: once at most
+    for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
         const int page = firstPage + pg;
         uint4 raw[kSteps];
-        bool valid;
-        if constexpr (kPrefetch) {
-            valid = preValid;
+        bool valid = false;
+        if (kPreBlocks > 0 && j < kPreBlocks) {
 #pragma unroll
-            for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kPre[s] : make_uint4(0, 0, 0, 0);
+            for (int jj = 0; jj < kPre; ++jj) {  // registers stay registers: select, not index
+                if (jj != j) continue;
+                valid = preValid[jj];
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kReg[jj][s] : make_uint4(0, 0, 0, 0);
+            }
         } else {
             const int32_t block = table[page];
             valid = block >= 0 && block < a.numBlocks;  // warp-uniform
@@ -327,11 +470,11 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         maxLogit[g] = -INFINITY;
-        for (int w = 0; w < kAttnWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
+        for (int w = 0; w < kWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
         base[g] = maxLogit[g] == -INFINITY ? 0.0f : maxLogit[g];  // all keys invalid: weights 0, not NaN
         sum[g] = 0.0f;
     }
-    for (int i = threadIdx.x; i < numTok; i += kAttnThreads) {
+    for (int i = threadIdx.x; i < numTok; i += kThreads) {
 #pragma unroll
         for (int g = 0; g < G; ++g) {
             const float p = softmaxExp<T>(logits[g * a.partitionLen + i] - base[g]);
@@ -348,7 +491,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         sum[g] = 0.0f;
-        for (int w = 0; w < kAttnWarps; ++w) sum[g] += redSum[w * G + g];
+        for (int w = 0; w < kWarps; ++w) sum[g] += redSum[w * G + g];
     }
 
     // --- pass 2: p * V ---
@@ -357,13 +500,19 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     for (int g = 0; g < G; ++g)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-    for (int pg = warp; pg < numPages; pg += kAttnWarps) {
+    for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
         const int page = firstPage + pg;
         uint4 raw[kSteps];
-        if constexpr (kPrefetch) {
-            if (!preValid) continue;  // warp-uniform; its weights are 0
+        if (kPreBlocks > 0 && j < kPreBlocks) {
+            bool valid = false;
 #pragma unroll
-            for (int s = 0; s < kSteps; ++s) raw[s] = vPre[s];
+            for (int jj = 0; jj < kPre; ++jj) {
+                if (jj != j) continue;
+                valid = preValid[jj];
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s) raw[s] = vReg[jj][s];
+            }
+            if (!valid) continue;  // warp-uniform; its weights are 0
         } else {
             const int32_t block = table[page];
             if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
@@ -392,7 +541,7 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
         for (int g = 0; g < G; ++g)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
-    __syncthreads();  // logits are dead: reuse as [kAttnWarps, G, D]
+    __syncthreads();  // logits are dead: reuse as [kWarps, G, D]
     float* partial = smem;
     if (lane < kLanesPerToken) {
 #pragma unroll
@@ -401,14 +550,18 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
             for (int e = 0; e < kVec; ++e) partial[(warp * G + g) * D + sub * kVec + e] = acc[g][e];
     }
     __syncthreads();
+    if constexpr (kCluster) {
+        clusterMerge<T, D, G, kWarps>(partial, maxLogit, sum, out, recv);
+        return;
+    }
     const Partials parts = partialsOf<D>(a);
 #pragma unroll
     for (int g = 0; g < G; ++g) {  // g stays a compile-time index: sum[] and maxLogit[] stay in registers
         const int64_t slot = (int64_t(row) * a.numQHeads + kvHead * G + g) * a.numPartitions + part;
-        for (int d = threadIdx.x; d < D; d += kAttnThreads) {
+        for (int d = threadIdx.x; d < D; d += kThreads) {
             float v = 0.0f;
 #pragma unroll
-            for (int w = 0; w < kAttnWarps; ++w) v += partial[(w * G + g) * D + d];
+            for (int w = 0; w < kWarps; ++w) v += partial[(w * G + g) * D + d];
             if (a.numPartitions == 1) {
                 out[g * D + d] = fromFloat<T>(sum[g] > 0.0f ? v / sum[g] : 0.0f);
             } else {
@@ -435,18 +588,23 @@ __global__ void __launch_bounds__(kAttnThreads) pagedAttentionSimtKernel(SimtArg
     __syncthreads();
     if (!isLast) return;
     __threadfence();
-    mergePartitions<T, D, G, kPrefetch>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
+    mergePartitions<T, D, G, (kPreBlocks > 0)>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
-// Launches the SIMT kernel for element type T.
+// Launches the SIMT kernel for element type T. cluster: a.numPartitions (2..kMaxClusterParts) CTAs per
+// (row, KV head) in one cluster each, merged through distributed shared memory (decode rows, sm_90);
+// a.partitionLen must then cover the longest row's share, ceil(blocks / numPartitions) blocks.
 template <class T>
-cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream)
+cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_t stream, bool cluster = false)
 {
     constexpr int kVec = kVecElems<T>;
     if (a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads != 0) return cudaErrorInvalidValue;
     if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || a.partitionLen > kDecodeMaxPartition)
         return cudaErrorInvalidValue;
-    if (a.numPartitions < 1 || a.numPartitions > 65535 || (a.numPartitions > 1 && (!a.workspace || !a.counters)))
+    if (cluster && (a.cuSeqlensQ || a.numPartitions < 2 || a.numPartitions > kMaxClusterParts))
+        return cudaErrorInvalidValue;
+    if (!cluster &&
+        (a.numPartitions < 1 || a.numPartitions > 65535 || (a.numPartitions > 1 && (!a.workspace || !a.counters))))
         return cudaErrorInvalidValue;
     if (a.queryRowStride % kVec != 0 || a.outRowStride % kVec != 0 || !aligned16(a.query) || !aligned16(a.out) ||
         !aligned16(a.keyCache) || !aligned16(a.valueCache))
@@ -454,14 +612,60 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     if (a.numRows == 0) return cudaSuccess;
     return dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
-            const size_t smem =
-                (std::max(G * a.partitionLen, kAttnWarps * G * D) + 2 * kAttnWarps * G) * sizeof(float);
+            const int warps = cluster ? kClusterWarps : kAttnWarps;
+            const size_t smem = (std::max(G * a.partitionLen, warps * G * D) + 2 * warps * G +
+                                 (cluster ? clusterRecvFloats<D, G>(a.numPartitions) : 0)) *
+                                sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
+            if (cluster) {
+                auto* kernel = pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>;
+                static const cudaError_t attr = [&] {
+                    LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+                    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+                }();
+                if (attr != cudaSuccess) return attr;
+                return launchKernelInClusters(kernel, grid, kClusterThreads, smem, stream,
+                                              dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
+            }
             const bool prefetch = a.partitionLen <= kPrefetchPartition;
-            return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, true>, grid, kAttnThreads, smem, stream, a)
-                        : launchKernel(pagedAttentionSimtKernel<T, D, G, false>, grid, kAttnThreads, smem, stream, a);
+            return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, 1, false>, grid, kAttnThreads, smem, stream, a)
+                            : launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false>, grid, kAttnThreads, smem, stream, a);
         });
     });
+}
+
+// Whether clusters of `parts` CTAs of the cluster kernel fit the current device (sm_90 and newer), for
+// element type T, group size G and partitions of up to partitionLen keys.
+template <class T>
+bool pagedAttentionClusterFits(int parts, int groupSize, int headDim, int partitionLen)
+{
+    if (parts < 2 || parts > kMaxClusterParts || currentDeviceAttribute(cudaDevAttrComputeCapabilityMajor) < 9)
+        return false;
+    const cudaError_t err = dispatchHeadDim(headDim, [&]<int D>() {
+        return dispatchGroupSize(groupSize, [&]<int G>() {
+            auto* kernel = pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>;
+            LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+            LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024));
+            cudaLaunchConfig_t config{};
+            config.gridDim = dim3(1, 1, static_cast<unsigned>(parts));
+            config.blockDim = kClusterThreads;
+            config.dynamicSmemBytes = (std::max(G * partitionLen, kClusterWarps * G * D) + 2 * kClusterWarps * G +
+                                       clusterRecvFloats<D, G>(parts)) *
+                                      sizeof(float);
+            cudaLaunchAttribute attribute{};
+            attribute.id = cudaLaunchAttributeClusterDimension;
+            attribute.val.clusterDim.x = 1;
+            attribute.val.clusterDim.y = 1;
+            attribute.val.clusterDim.z = static_cast<unsigned>(parts);
+            config.attrs = &attribute;
+            config.numAttrs = 1;
+            int clusters = 0;
+            LECTOR_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+            return clusters > 0 ? cudaSuccess : cudaErrorInvalidConfiguration;
+        });
+    });
+    cudaGetLastError();  // a refusal is an answer here, not a sticky error for the next launch
+    return err == cudaSuccess;
 }
 
 }  // namespace lector::gpu::detail

@@ -6,9 +6,11 @@ namespace lector::gpu {
 
 cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cudaStream_t stream)
 {
-    if (p.numSeqs < 0 || p.maxContextLen < 0 || p.partitionSize < 0 || p.partitionSize % kKvBlockSize != 0)
+    if (p.numSeqs < 0 || p.maxContextLen < 0 || p.partitionSize < 0 || p.partitionSize % kKvBlockSize != 0 ||
+        p.clusterPartitions < 0)
         return cudaErrorInvalidValue;
-    const int numPartitions = pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
+    const bool cluster = p.clusterPartitions > 0;
+    const int numPartitions = cluster ? p.clusterPartitions : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
     detail::SimtArgs a{};
     a.query = p.query;
     a.out = p.out;
@@ -27,11 +29,24 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
     a.numQHeads = p.numQHeads;
     a.numKvHeads = p.numKvHeads;
     a.numBlocks = p.numBlocks;
-    a.partitionLen = numPartitions > 1 ? p.partitionSize
-                                       : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
+    a.partitionLen = cluster              ? pagedDecodeClusterPartitionLen(p.maxContextLen, numPartitions)
+                     : numPartitions > 1 ? p.partitionSize
+                                         : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
     a.numPartitions = numPartitions;
     a.scale = p.scale;
-    return dispatchDType(p.dtype, [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream); });
+    return dispatchDType(p.dtype,
+                         [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream, cluster); });
+}
+
+bool pagedDecodeClusterFits(DType dtype, int clusterPartitions, int groupSize, int headDim, int maxContextLen)
+{
+    bool fits = false;
+    dispatchDType(dtype, [&]<class T>() {
+        fits = detail::pagedAttentionClusterFits<T>(clusterPartitions, groupSize, headDim,
+                                                     pagedDecodeClusterPartitionLen(maxContextLen, clusterPartitions));
+        return cudaSuccess;
+    });
+    return fits;
 }
 
 }  // namespace lector::gpu

@@ -1,7 +1,9 @@
 // Paged attention for decode steps: one query token per sequence against that sequence's whole
 // paged KV context. GQA-aware: a CTA owns one KV head and computes all of its query heads, so each
 // KV head is read once per step. Long contexts are split into partitions (split-K) that run as
-// separate CTAs; the last of them to finish merges their partial softmax results.
+// separate CTAs; the last of them to finish merges their partial softmax results, or, with
+// clusterPartitions (sm_90), a fixed number of partitions per sequence split its own context and merge
+// through distributed shared memory (paged_attention_simt.cuh).
 // Called by the model runner on the engine thread once per layer; the runner picks the partition
 // size once per step (choosePagedDecodePartitionSize) and reuses it in every layer.
 //
@@ -38,6 +40,10 @@ struct PagedDecodeAttentionParams {
     int numBlocks = 0;                 // pool size: block ids outside [0, numBlocks) are read as masked
     int maxContextLen = 0;             // host-side bound on contextLens: sizes the grid
     int partitionSize = 0;             // split-K tokens per CTA: a multiple of kKvBlockSize, or 0 = no split
+    // > 0 (2..16, sm_90): instead of partitionSize, this many partitions per (sequence, KV head), one
+    // thread-block cluster, each a share of the sequence's own context (the grid does not grow with
+    // maxContextLen); no workspace or counters. Check pagedDecodeClusterFits() first.
+    int clusterPartitions = 0;
     float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
 };
 
@@ -50,6 +56,16 @@ constexpr int kDecodeMaxPartition = 1024;     // shared-memory bound of one part
 // The automatic choice stops at 512: on an H200 at batch 64 / context 4096 partitions of 256 or 512
 // reached 90% of copy bandwidth and 1024 only 85% (fewer, longer CTAs leave a ragged last wave).
 constexpr int kDecodeAutoMaxPartition = 512;
+
+// Partitions per sequence of the cluster merge the decode graphs of one or two sequences use (H200).
+constexpr int kDecodeClusterPartitions = 16;
+
+// Keys per partition of the cluster merge: the longest sequence's share, whole blocks.
+constexpr int pagedDecodeClusterPartitionLen(int maxContextLen, int clusterPartitions)
+{
+    const int64_t blocks = ceilDiv(maxContextLen > 0 ? maxContextLen : 1, kKvBlockSize);
+    return static_cast<int>(ceilDiv(blocks, clusterPartitions > 0 ? clusterPartitions : 1)) * kKvBlockSize;
+}
 
 // Partitions the launch will use (1 when partitionSize is 0 or covers maxContextLen).
 constexpr int pagedDecodeNumPartitions(int maxContextLen, int partitionSize)
@@ -67,6 +83,7 @@ constexpr int64_t pagedAttentionWorkspaceFloats(int rows, int numQHeads, int hea
 
 inline int64_t pagedDecodeWorkspaceFloats(const PagedDecodeAttentionParams& p)
 {
+    if (p.clusterPartitions > 0) return 0;
     return pagedAttentionWorkspaceFloats(p.numSeqs, p.numQHeads, p.headDim,
                                          pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize));
 }
@@ -89,6 +106,10 @@ constexpr int choosePagedDecodePartitionSize(int numRows, int numKvHeads, int ma
 // Asynchronous on `stream`. cudaErrorInvalidValue for an unsupported head dim (128), group size
 // (1, 2, 4, 8), partition size, or a missing workspace when the launch splits.
 cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cudaStream_t stream);
+
+// Whether the current device runs clusterPartitions-CTA clusters of the cluster-merge kernel for this
+// dtype, group size, head dim and context bound (sm_90 and newer; 16 needs non-portable cluster sizes).
+bool pagedDecodeClusterFits(DType dtype, int clusterPartitions, int groupSize, int headDim, int maxContextLen);
 #endif
 
 }  // namespace lector::gpu

@@ -313,7 +313,7 @@ cudaError_t launchTiles(const SkinnyGemmParams& p, int split, cudaStream_t strea
     const Layout l = layoutOf(p.rows, p.k, split, kSilu || kNorm);
     const dim3 grid(static_cast<unsigned>(split), static_cast<unsigned>(ceilDiv(p.n, kColsPerCta)));
     return launchKernelInClusters(kernel, grid, kThreads, static_cast<size_t>(l.total), stream,
-                                  static_cast<unsigned>(split), p);
+                                  dim3(static_cast<unsigned>(split), 1, 1), p);
 }
 
 template <class T, bool kSilu, bool kNorm>

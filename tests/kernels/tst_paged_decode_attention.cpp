@@ -9,6 +9,8 @@
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "tests/kernels/kernel_test_util.h"
 #ifdef LECTOR_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "gpu/ops.h"
 #endif
 
@@ -152,6 +154,54 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
                                 ref, kt::nmseBound(type), naive);
             }
         }
+    }
+}
+
+LECTOR_TEST(cudaClusterMergeMatchesReference)
+{
+    kt::requireCuda();
+    // The cluster merge: a fixed number of partitions per sequence share its own context (2 to 16, so
+    // partitions of one block and less, of the two prefetched blocks per warp, and of more than that),
+    // over a block table as wide as a graph's, merged through distributed shared memory.
+    int major = 0;
+    LECTOR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+    for (at::ScalarType type : kt::floatTypes()) {
+        for (const Case& c : cases()) {
+            const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, type, 27);
+            const at::Tensor query = kt::randn({int64_t(c.contexts.size()), c.numQHeads, kHeadDim}, 28, type);
+            const double scale = 1.0 / std::sqrt(double(kHeadDim));
+            kt::PagedKv kv32 = kv;
+            kv32.keyCache = kv.keyCache.to(at::kFloat);
+            kv32.valueCache = kv.valueCache.to(at::kFloat);
+            const at::Tensor ref = runReference(kv32, query.to(at::kFloat), scale);
+            const at::Tensor naive = denseAttention(kv, query, scale, type, at::kCUDA);
+            const at::Tensor keys = kv.keyCache.cuda();
+            const int64_t gridContext = kv.blockTable.size(1) * 16;
+            if (major < 9) {
+                LECTOR_CHECK(lector::gpu::pagedDecodeClusterPartitions(keys, c.numQHeads, gridContext, 16) == 0);
+                continue;
+            }
+            // Where a 16-CTA cluster's partitions fit (every case here), the device must run it.
+            LECTOR_CHECK(lector::gpu::pagedDecodeClusterPartitions(keys, c.numQHeads, gridContext, 16) == 16);
+            for (int64_t parts : {16, 5, 2}) {
+                if ((gridContext / 16 + parts - 1) / parts * 16 > lector::gpu::kDecodeMaxPartition) continue;
+                const at::Tensor out = at::full(query.sizes(), NAN, query.options().device(at::kCUDA));
+                lector::gpu::pagedDecodeAttention(out, query.cuda(), keys, kv.valueCache.cuda(), kv.blockTable.cuda(),
+                                                  kv.contextLens.cuda(), gridContext, scale, -1, parts);
+                kt::expectClose(kt::typeName(type) + " " + c.name + " cluster of " + std::to_string(parts), out, ref,
+                                kt::nmseBound(type), naive);
+            }
+        }
+    }
+    // An empty context gives zeros, as on the other paths.
+    const kt::PagedKv kv = kt::makePagedKv({0, 5}, 8, kHeadDim, at::kHalf, 29);
+    const at::Tensor query = kt::randn({2, 16, kHeadDim}, 30, at::kHalf).cuda();
+    if (major >= 9) {
+        const at::Tensor out = at::full({2, 16, kHeadDim}, NAN, query.options());
+        lector::gpu::pagedDecodeAttention(out, query, kv.keyCache.cuda(), kv.valueCache.cuda(), kv.blockTable.cuda(),
+                                          kv.contextLens.cuda(), kv.blockTable.size(1) * 16, 0.1, -1, 16);
+        LECTOR_CHECK(at::equal(out[0].cpu(), at::zeros({16, kHeadDim}, at::kHalf)));
+        LECTOR_CHECK(!at::isnan(out).any().item<bool>());
     }
 }
 

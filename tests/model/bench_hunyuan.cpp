@@ -38,6 +38,7 @@
 #include "core/model/hunyuan/vision_tower.h"
 #include "core/model/hunyuan/weights.h"
 #include "core/model/safetensors.h"
+#include "core/runner/device_sampler.h"
 #include "core/runner/model_runner.h"
 #include "core/runner/paged_kv.h"
 #include "gpu/device.h"
@@ -186,6 +187,8 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     const double scale = 1.0 / std::sqrt(double(d));
     struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
+    // The cluster merge's rows only where the device runs 16-CTA clusters (sm_90).
+    const bool clusters = gpu::pagedDecodeClusterPartitions(keyCache, hq, 8192, 16) == 16;
     std::vector<Op> ops = {
         {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
         {"o matmul", L, [&] { (void)at::linear(attn.view({b, hq * d}), w.oProj); }},
@@ -201,6 +204,8 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
+        {"attention (graph: 8192, cluster 16)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 16); }},
+        {"attention (graph: 8192, cluster 8)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 8); }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
@@ -247,6 +252,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {
+        if (!clusters && std::string(op.name).find("cluster") != std::string::npos) continue;
         const double us = gpu::graphMicros(device, op.fn);
         std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
     }
@@ -349,6 +355,12 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     runner::ModelRunner chain(decoder, kv, chainOptions);
     chain.tuneLayouts();
     chain.captureGraphs();
+    // ... and without the cluster merge in its attention (the split-K ticket), in the same run.
+    runner::RunnerOptions ticketOptions = chainOptions;
+    ticketOptions.attentionClusterMaxBatch = 0;
+    runner::ModelRunner ticket(decoder, kv, ticketOptions);
+    ticket.tuneLayouts();
+    ticket.captureGraphs();
     std::printf("- batch 1: %s\n\n", graphed.persistentReport().c_str());
     // "queued" times 50 graphed steps issued back to back with one synchronisation at the end: the host
     // prepares each step while the device runs the previous one, as the engine's overlapped steps do.
@@ -368,20 +380,43 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         return median(times);
     };
     std::printf("| decode step, context %d | graphs ms | eager ms | graphs tokens/s | graphs, queued back to back ms | "
-                "kernel chain (graph) ms | kernel chain, queued ms |\n|---|---|---|---|---|---|---|\n", context);
+                "kernel chain (graph) ms | kernel chain, queued ms | chain with the split-K ticket, queued ms |\n"
+                "|---|---|---|---|---|---|---|---|\n", context);
     for (int b : batches) {
         const runner::RunnerStep step = decodeStep(b, context, bs, numAxes);
-        double queued = 0, eagerQueued = 0, chainQueued = 0;
+        double queued = 0, eagerQueued = 0, chainQueued = 0, ticketQueued = 0;
         const double graphMs = timed(graphed, step, queued), eagerMs = timed(eager, step, eagerQueued);
         std::printf("| batch %d | %.3f | %.3f | %.0f | %.3f |", b, graphMs, eagerMs, b * 1000.0 / std::max(graphMs, 1e-9), queued);
         if (b == 1) {
             const double chainMs = timed(chain, step, chainQueued);
-            std::printf(" %.3f | %.3f |\n", chainMs, chainQueued);
+            (void)timed(ticket, step, ticketQueued);
+            std::printf(" %.3f | %.3f | %.3f |\n", chainMs, chainQueued, ticketQueued);
         } else {
-            std::printf(" = | = |\n");
+            std::printf(" = | = | = |\n");
         }
     }
     std::printf("\n");
+    if (device.is_cuda()) {
+        // The stream work the engine adds between two graphs, without its host side: the chain's batch-1
+        // graph, then the device sampler (greedy, repetition penalty 1.05) and the token's copy to the
+        // host, the next step reading its input id from the sampler's output, 50 steps queued.
+        runner::DeviceSampler sampler(t.vocabSize, device);
+        runner::DeviceSampling sp;
+        sp.row = sampler.acquireRow();
+        sp.repetitionPenalty = 1.05f;
+        sampler.resetRow(sp.row, {1, 2, 3});
+        runner::RunnerStep step = decodeStep(1, context, bs, numAxes);
+        for (int w = 0; w < 3; ++w) (void)sampler.sample(chain.run(step), {sp});
+        std::vector<runner::PendingTokens> pending;
+        const auto q0 = Clock::now();
+        for (int k = 0; k < 50; ++k) {
+            if (!pending.empty()) step.deviceTokenIds = pending.back().onDevice();
+            pending.push_back(sampler.sampleAsync(chain.run(step), {sp}));
+        }
+        (void)pending.back().get();
+        std::printf("- batch 1, chain graph + device sampler + token copy, queued back to back: %.3f ms per step\n\n",
+                    msSince(q0) / 50);
+    }
     if (device.is_cuda()) visionBackends(vision, must(preprocessImage(image, config.preprocess), "preprocess"));
     if (device.is_cuda() && gpu::cudaGraphsAvailable())
         for (int b : batches)

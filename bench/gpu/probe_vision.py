@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Probe for the vision tower's cost on the GPU machine (torch only, random weights, HunyuanOCR shapes).
+
+1. The 27-block ViT over one 1024x1024 page (4096 patches) and over 8 pages (attention per page), with
+   each scaled-dot-product-attention backend torch offers, split into its matrix products, attention
+   and the rest.
+2. Whether the tower can run on a second, low-priority stream while memory-bound decode steps (a CUDA
+   graph standing in for one batch-64 step at a 1200-token context: 24 layers of skinny products plus
+   a read of that layer's K/V) replay on a high-priority stream, and what each loses by sharing the card.
+
+Prints markdown tables. Used to decide how the engine runs the vision tower beside decoding.
+"""
+import contextlib
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+dev, dt = "cuda", torch.float16
+C, H, D, I, L, N = 1152, 16, 72, 4304, 27, 4096
+torch.manual_seed(0)
+
+
+def w(*s):
+    return torch.randn(*s, device=dev, dtype=dt) * 0.02
+
+
+blocks = [dict(ln1w=w(C) + 1, ln1b=w(C), qkv=w(3 * C, C), qkvb=w(3 * C), o=w(C, C), ob=w(C),
+               ln2w=w(C) + 1, ln2b=w(C), f1=w(I, C), f1b=w(I), f2=w(C, I), f2b=w(C)) for _ in range(L)]
+
+
+def tower(x, pages, parts=None):
+    n = x.shape[0] // pages
+    for b in blocks:
+        h = F.layer_norm(x, (C,), b["ln1w"], b["ln1b"], 1e-5)
+        qkv = F.linear(h, b["qkv"], b["qkvb"])
+        outs = []
+        for p in range(pages):
+            t = qkv[p * n:(p + 1) * n].view(n, 3, H, D).permute(1, 2, 0, 3)
+            o = F.scaled_dot_product_attention(t[0][None], t[1][None], t[2][None])
+            outs.append(o[0].permute(1, 0, 2).reshape(n, C))
+        o = outs[0] if pages == 1 else torch.cat(outs)
+        x = x + F.linear(o, b["o"], b["ob"])
+        h = F.gelu(F.linear(F.layer_norm(x, (C,), b["ln2w"], b["ln2b"], 1e-5), b["f1"], b["f1b"]))
+        x = x + F.linear(h, b["f2"], b["f2b"])
+    return x
+
+
+def timed(fn, reps=5):
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        z.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(z))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def attention_only(q, k, v, reps=L):
+    for _ in range(reps):
+        F.scaled_dot_product_attention(q, k, v)
+
+
+def gemms_only(x):
+    for b in blocks:
+        F.linear(x, b["qkv"], b["qkvb"])
+        F.linear(x, b["o"], b["ob"])
+        h = F.linear(x, b["f1"], b["f1b"])
+        F.linear(h, b["f2"], b["f2b"])
+
+
+print("## Vision tower, float16, 1024x1024 page = 4096 patches, 27 blocks\n")
+print("| backend | tower, 1 page ms | tower, 8 pages ms per page | attention x27, 1 page ms |")
+print("|---|---|---|---|")
+backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+            ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+x1, x8 = w(N, C) * 50, w(8 * N, C) * 50
+q, k, v = (w(1, H, N, D) * 50 for _ in range(3))
+for name, be in backends:
+    try:
+        ctx = sdpa_kernel([be]) if be is not None else contextlib.nullcontext()
+        with torch.inference_mode(), ctx:
+            t1 = timed(lambda: tower(x1, 1))
+            t8 = timed(lambda: tower(x8, 8), reps=3) / 8
+            ta = timed(lambda: attention_only(q, k, v))
+        print(f"| {name} | {t1:.2f} | {t8:.2f} | {ta:.2f} |")
+    except Exception as e:  # a backend that refuses head dim 72 or this card
+        print(f"| {name} | refused: {str(e).splitlines()[0][:80]} | | |")
+with torch.inference_mode():
+    tg = timed(lambda: gemms_only(x1))
+    tg8 = timed(lambda: gemms_only(x8), reps=3) / 8
+flops = 2 * N * L * (4 * C * C + 2 * C * I)
+print(f"\nmatrix products alone: {tg:.2f} ms per page at 1 page ({flops / tg / 1e9:.0f} TFLOP/s), "
+      f"{tg8:.2f} at 8 pages ({flops / tg8 / 1e9:.0f} TFLOP/s)")
+af = 4 * N * N * C * L
+print(f"attention FLOPs per page {af / 1e12:.2f} TFLOP; products {flops / 1e12:.2f} TFLOP\n")
+
+# --- 2. the tower beside memory-bound decode steps ---
+B, CTX, KVH, HD = 64, 1200, 8, 128
+lw = [dict(qkv=w(4096, 1024), o=w(1024, 2048), gu=w(7168, 1024), dn=w(1024, 3584),
+           k=w(B, KVH, CTX, HD), v=w(B, KVH, CTX, HD)) for _ in range(24)]
+lm = w(120818, 1024)
+xd = w(B, 1024)
+
+
+def decode_step():
+    h = xd
+    for l in lw:
+        qkv = F.linear(h, l["qkv"])
+        q = qkv[:, :2048].view(B, KVH, 2, HD)
+        s = torch.matmul(q, l["k"].transpose(-1, -2))  # [B, 8, 2, CTX]: reads K once
+        a = torch.matmul(torch.softmax(s.float(), -1).to(dt), l["v"]).reshape(B, 2048)
+        h = h + F.linear(a, l["o"])
+        gu = F.linear(h, l["gu"])
+        h = h + F.linear(F.silu(gu[:, :3584]) * gu[:, 3584:], l["dn"])
+    return F.linear(h, lm)
+
+
+hi = torch.cuda.Stream(priority=-5)
+lo = torch.cuda.Stream(priority=0)
+with torch.inference_mode():
+    with torch.cuda.stream(hi):
+        decode_step()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=hi):
+            decode_step()
+    torch.cuda.synchronize()
+
+    def steps(n):
+        with torch.cuda.stream(hi):
+            for _ in range(n):
+                g.replay()
+
+    t_step = timed(lambda: steps(20)) / 20
+    kv = 24 * 2 * B * KVH * CTX * HD * 2 / 1e9
+    print("## Vision beside decoding (stand-in decode step: batch 64, context 1200, torch ops in a CUDA graph)\n")
+    print(f"decode step alone {t_step:.3f} ms (K/V {kv:.1f} GB + weights 1.3 GB: "
+          f"{(kv + 1.3) / t_step:.2f} TB/s)\n")
+    print("| vision stream priority | tower 8 pages alone ms | tower beside steps ms | steps done meanwhile | "
+          "step beside tower ms | sum alone / together |")
+    print("|---|---|---|---|---|---|")
+    for prio_name, vs in (("low (decode high)", lo), ("same", torch.cuda.Stream(priority=-5))):
+        with torch.cuda.stream(vs):
+            t_vis = timed(lambda: tower(x8, 8), reps=3)
+        torch.cuda.synchronize()
+        done = torch.cuda.Event()
+        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(vs):
+            a.record()
+            tower(x8, 8)
+            z.record()
+            done.record()
+        n = 0
+        t0 = time.perf_counter()
+        while not done.query():
+            steps(1)
+            n += 1
+            if n % 4 == 0:
+                hi.synchronize()
+        hi.synchronize()
+        wall = (time.perf_counter() - t0) * 1e3
+        torch.cuda.synchronize()
+        t_vis_shared = a.elapsed_time(z)
+        per_step = wall / max(n, 1)
+        print(f"| {prio_name} | {t_vis:.1f} | {t_vis_shared:.1f} | {n} | {per_step:.3f} | "
+              f"{(t_vis + n * t_step) / max(wall, t_vis_shared):.2f} |")
