@@ -224,7 +224,7 @@ int64_t pagedDecodeClusterPartitions(const at::Tensor& keyCache, int64_t numQHea
     const c10::DeviceGuard guard(keyCache.device());
     const DType dtype = dtypeOf(keyCache, "pagedDecodeClusterPartitions", "keyCache");
     const int groupSize = static_cast<int>(numQHeads / keyCache.size(2));
-    for (int64_t parts = std::min<int64_t>(wanted, 16); parts >= 2; parts /= 2)
+    for (int64_t parts = std::min<int64_t>(wanted, kDecodeMaxClusterPartitions); parts >= 2; parts /= 2)
         if (pagedDecodeClusterPartitionLen(static_cast<int>(maxContextLen), static_cast<int>(parts)) <=
                 kDecodeMaxPartition &&
             pagedDecodeClusterFits(dtype, static_cast<int>(parts), groupSize, static_cast<int>(keyCache.size(3)),
@@ -276,8 +276,8 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
     p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
     p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
     if (clusterPartitions > 0) {
-        TORCH_CHECK(clusterPartitions >= 2 && clusterPartitions <= 16, op, ": clusterPartitions ", clusterPartitions,
-                    " must be 2..16");
+        TORCH_CHECK(clusterPartitions >= 2 && clusterPartitions <= kDecodeMaxClusterPartitions, op,
+                    ": clusterPartitions ", clusterPartitions, " must be 2..", kDecodeMaxClusterPartitions);
         TORCH_CHECK(pagedDecodeClusterPartitionLen(p.maxContextLen, int(clusterPartitions)) <= kDecodeMaxPartition, op,
                     ": maxContextLen ", maxContextLen, " is too long for ", clusterPartitions, " partitions");
         p.clusterPartitions = int(clusterPartitions);

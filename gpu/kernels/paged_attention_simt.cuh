@@ -14,7 +14,7 @@
 // Short partitions (one block per warp: the graphed decode steps of a few sequences) load K and V of
 // their blocks up front, before waiting for the previous kernel (kPreBlocks below).
 //
-// Cluster merge (decode only, sm_90; the graphed steps of one or two sequences): a fixed number P of
+// Cluster merge (decode only, sm_90; the graphed steps of one sequence): a fixed number P of
 // partitions per (row, KV head), each the CTA of one thread-block cluster, split the row's own context
 // between them (their lengths follow the context, so a graph sized for 8192 tokens launches no empty
 // CTAs), load up to two blocks per warp before the wait, and merge through distributed shared memory:
@@ -198,8 +198,7 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
 // Partitions of at most this many keys (one block per warp) take the prefetching variant.
 constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 
-// Largest cluster of the cluster merge (non-portable above 8: H100/H200 allow 16).
-constexpr int kMaxClusterParts = 16;
+constexpr int kMaxClusterParts = kDecodeMaxClusterPartitions;  // non-portable above 8
 
 // The cluster variant's CTAs have 4 warps, each loading up to two blocks before the wait (16 partitions:
 // 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes), 224 registers.
@@ -384,10 +383,10 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
     extern __shared__ float smem[];
     const int mainFloats = max(G * a.partitionLen, kWarps * G * D);
-    float* logits = smem;                         // [G, partitionLen], then p = exp(logit - max)
-    float* redMax = smem + mainFloats;            // [kWarps, G]
-    float* redSum = redMax + kWarps * G;      // [kWarps, G]
-    float* recv = redSum + kWarps * G;        // kCluster: clusterRecvFloats(gridDim.z)
+    float* logits = smem;                 // [G, partitionLen], then p = exp(logit - max)
+    float* redMax = smem + mainFloats;    // [kWarps, G]
+    float* redSum = redMax + kWarps * G;  // [kWarps, G]
+    float* recv = redSum + kWarps * G;    // kCluster: clusterRecvFloats(gridDim.z)
     if (numTok <= 0) {
         // No keys in this partition, which the merge skips. No keys at all: the output is zeros.
         if constexpr (kCluster) {
@@ -591,6 +590,27 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
     mergePartitions<T, D, G, (kPreBlocks > 0)>(a, row, kvHead, activeParts, out, smem, mainFloats);  // smem is free again
 }
 
+// Dynamic shared memory of the kernel: the logits (later the per-warp outputs), the reductions and, for
+// the cluster variant, its receive area. At most 38 KB for partitions of kDecodeMaxPartition keys.
+template <int D, int G>
+constexpr size_t simtSmemBytes(int partitionLen, int warps, int clusterParts)
+{
+    return (std::max(G * partitionLen, warps * G * D) + 2 * warps * G +
+            (clusterParts > 0 ? clusterRecvFloats<D, G>(clusterParts) : 0)) *
+           sizeof(float);
+}
+
+// The cluster variant, allowed clusters above the portable 8 (once per instantiation).
+template <class T, int D, int G>
+cudaError_t clusterKernel(void (**kernel)(SimtArgs))
+{
+    *kernel = pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>;
+    static const cudaError_t allowed =
+        cudaFuncSetAttribute(pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>,
+                             cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return allowed;
+}
+
 // Launches the SIMT kernel for element type T. cluster: a.numPartitions (2..kMaxClusterParts) CTAs per
 // (row, KV head) in one cluster each, merged through distributed shared memory (decode rows, sm_90);
 // a.partitionLen must then cover the longest row's share, ceil(blocks / numPartitions) blocks.
@@ -612,21 +632,15 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     if (a.numRows == 0) return cudaSuccess;
     return dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
-            const int warps = cluster ? kClusterWarps : kAttnWarps;
-            const size_t smem = (std::max(G * a.partitionLen, warps * G * D) + 2 * warps * G +
-                                 (cluster ? clusterRecvFloats<D, G>(a.numPartitions) : 0)) *
-                                sizeof(float);
             const dim3 grid(a.numRows, a.numKvHeads, a.numPartitions);
             if (cluster) {
-                auto* kernel = pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>;
-                static const cudaError_t attr = [&] {
-                    LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-                    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-                }();
-                if (attr != cudaSuccess) return attr;
-                return launchKernelInClusters(kernel, grid, kClusterThreads, smem, stream,
-                                              dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
+                void (*kernel)(SimtArgs) = nullptr;
+                LECTOR_CUDA_TRY((clusterKernel<T, D, G>(&kernel)));
+                return launchKernelInClusters(kernel, grid, kClusterThreads,
+                                              simtSmemBytes<D, G>(a.partitionLen, kClusterWarps, a.numPartitions),
+                                              stream, dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
             }
+            const size_t smem = simtSmemBytes<D, G>(a.partitionLen, kAttnWarps, 0);
             const bool prefetch = a.partitionLen <= kPrefetchPartition;
             return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, 1, false>, grid, kAttnThreads, smem, stream, a)
                             : launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false>, grid, kAttnThreads, smem, stream, a);
@@ -643,15 +657,12 @@ bool pagedAttentionClusterFits(int parts, int groupSize, int headDim, int partit
         return false;
     const cudaError_t err = dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(groupSize, [&]<int G>() {
-            auto* kernel = pagedAttentionSimtKernel<T, D, G, clusterPreBlocks<T>(), true>;
-            LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-            LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024));
+            void (*kernel)(SimtArgs) = nullptr;
+            LECTOR_CUDA_TRY((clusterKernel<T, D, G>(&kernel)));
             cudaLaunchConfig_t config{};
             config.gridDim = dim3(1, 1, static_cast<unsigned>(parts));
             config.blockDim = kClusterThreads;
-            config.dynamicSmemBytes = (std::max(G * partitionLen, kClusterWarps * G * D) + 2 * kClusterWarps * G +
-                                       clusterRecvFloats<D, G>(parts)) *
-                                      sizeof(float);
+            config.dynamicSmemBytes = simtSmemBytes<D, G>(partitionLen, kClusterWarps, parts);
             cudaLaunchAttribute attribute{};
             attribute.id = cudaLaunchAttributeClusterDimension;
             attribute.val.clusterDim.x = 1;

@@ -57,8 +57,8 @@ constexpr int kDecodeMaxPartition = 1024;     // shared-memory bound of one part
 // reached 90% of copy bandwidth and 1024 only 85% (fewer, longer CTAs leave a ragged last wave).
 constexpr int kDecodeAutoMaxPartition = 512;
 
-// Partitions per sequence of the cluster merge the decode graphs of one or two sequences use (H200).
-constexpr int kDecodeClusterPartitions = 16;
+// Most partitions of the cluster merge: a cluster of 16 CTAs is non-portable (H100/H200 run it).
+constexpr int kDecodeMaxClusterPartitions = 16;
 
 // Keys per partition of the cluster merge: the longest sequence's share, whole blocks.
 constexpr int pagedDecodeClusterPartitionLen(int maxContextLen, int clusterPartitions)
