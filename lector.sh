@@ -2,7 +2,8 @@
 # Lector's one setup script, behind the README's two commands.
 #   ./lector.sh run    install what is missing, fetch the default model, build, then start the GUI when a
 #                      display exists, else run lector-cli on a bundled sample and print its JSON
-#   ./lector.sh test   install, fetch, build with tests, run the whole CTest suite
+#   ./lector.sh test   install, fetch, build with tests, run the whole CTest suite, then compile the CUDA
+#                      kernels for every release architecture where nvcc exists
 # Other verbs: deps, fetch-models, build, bench-baseline. Environment: LECTOR_BUILD_DIR (default build/),
 # LECTOR_JOBS (default: all cores).
 set -euo pipefail
@@ -76,12 +77,26 @@ run() {
   fi
 }
 
+# The CUDA kernels and their torch-side launchers, compiled for every architecture a release targets
+# (gpu/CMakeLists.txt: sm_90, 89, 86, 80) where nvcc exists. No GPU is needed: a kernel that does not
+# build for the consumer cards fails here rather than in a user's CUDA build (the GPU machine's runs
+# compile for sm_90 only).
+cuda_compile_check() {
+  local nvcc; nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  if [ ! -x "$nvcc" ]; then say "no nvcc: the CUDA kernels were not compiled"; return 0; fi
+  cmake -S "$ROOT" -B "$BUILD-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLECTOR_GUI=OFF -DLECTOR_BUILD_TESTS=OFF \
+    -DLECTOR_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+  local t0=$SECONDS
+  cmake --build "$BUILD-cuda" -j "$JOBS" --target lector_gpu_kernels lector_gpu
+  say "CUDA kernels compiled for every release architecture in $((SECONDS - t0)) s"
+}
+
 run_tests() {
   deps; fetch_models
   "$ROOT/scripts/fetch-test-data.sh"
   build ON
-  cd "$BUILD"
-  ctest --output-on-failure -j "$JOBS" -LE bench "$@"
+  (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" -LE bench "$@")
+  cuda_compile_check
 }
 
 case "${1:-}" in

@@ -254,6 +254,7 @@ template <class T, int D, int G, int kWarps>
 __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], const float (&sum)[G], T* out,
                              float* recv)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     const cg::cluster_group cluster = cg::this_cluster();
     const int parts = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
@@ -302,6 +303,11 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
         }
         out[idx] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
     }
+#else
+    // Clusters need sm_90; pagedAttentionClusterFits() never lets this variant launch below it.
+    (void)partial, (void)maxLogit, (void)sum, (void)out, (void)recv;
+    __trap();
+#endif
 }
 
 // kPreBlocks > 0: each warp loads K and V of its first kPreBlocks blocks of the partition before

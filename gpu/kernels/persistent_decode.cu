@@ -32,6 +32,12 @@
 #include <initializer_list>
 #include <type_traits>
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+// Below sm_90 the kernel is a trap (it needs bulk copies, mbarriers and acquire/release counters), so
+// its helpers go unreferenced there: not worth a warning per helper per architecture.
+#pragma nv_diag_suppress 177
+#endif
+
 namespace lector::gpu {
 namespace {
 

@@ -33,7 +33,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kColsPerCta = kWarps * 16;  // weight rows, i.e. output columns
 constexpr int kKBlock = 32;               // k per 4 lanes x 8 elements
-constexpr int kStage = 8;                 // k blocks per pipeline stage (4 was no faster on the H200)
+[[maybe_unused]] constexpr int kStage = 8;  // k blocks per pipeline stage (4 was no faster on the H200)
 constexpr int kMaxSplit = 8;              // portable cluster size
 constexpr int kMaxSmem = 227 * 1024;      // sm_90 opt-in limit per CTA
 constexpr int kSmemBudget = 48 * 1024;    // the split grows until the staged x fits this (4 CTAs per SM)
@@ -78,6 +78,7 @@ __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1
     }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters (the kernel below runs only on sm_90+)
 __device__ __forceinline__ void copyAsync16(void* smemDst, const void* src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(smemDst))),
@@ -172,6 +173,8 @@ __device__ void stageX(const SkinnyGemmParams& p, unsigned char* smem, const Lay
     }
     __syncthreads();
 }
+
+#endif
 
 template <class T, int kTiles, bool kSilu, bool kNorm>
 __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p)
