@@ -72,6 +72,17 @@ inline bool programmaticLaunchEnabled()
     return enabled;
 }
 
+// The launch attribute that makes CTAs run in thread-block clusters of shape `cluster` (sm_90).
+inline cudaLaunchAttribute clusterDimAttribute(dim3 cluster)
+{
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster.x;
+    attribute.val.clusterDim.y = cluster.y;
+    attribute.val.clusterDim.z = cluster.z;
+    return attribute;
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled, in thread-block clusters of
 // shape `cluster` (sm_90; each grid dimension a multiple of the cluster's) where cluster.x > 0. Clusters of
 // more than 8 CTAs need the kernel's cudaFuncAttributeNonPortableClusterSizeAllowed first.
@@ -86,13 +97,7 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     config.stream = stream;
     cudaLaunchAttribute attribute[2];
     unsigned n = 0;
-    if (cluster.x > 0) {
-        attribute[n].id = cudaLaunchAttributeClusterDimension;
-        attribute[n].val.clusterDim.x = cluster.x;
-        attribute[n].val.clusterDim.y = cluster.y;
-        attribute[n].val.clusterDim.z = cluster.z;
-        ++n;
-    }
+    if (cluster.x > 0) attribute[n++] = clusterDimAttribute(cluster);
     if (programmaticLaunchEnabled()) {
         attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attribute[n].val.programmaticStreamSerializationAllowed = 1;

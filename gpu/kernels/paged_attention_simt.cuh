@@ -669,11 +669,7 @@ bool pagedAttentionClusterFits(int parts, int groupSize, int headDim, int partit
             config.gridDim = dim3(1, 1, static_cast<unsigned>(parts));
             config.blockDim = kClusterThreads;
             config.dynamicSmemBytes = simtSmemBytes<D, G>(partitionLen, kClusterWarps, parts);
-            cudaLaunchAttribute attribute{};
-            attribute.id = cudaLaunchAttributeClusterDimension;
-            attribute.val.clusterDim.x = 1;
-            attribute.val.clusterDim.y = 1;
-            attribute.val.clusterDim.z = static_cast<unsigned>(parts);
+            cudaLaunchAttribute attribute = clusterDimAttribute(dim3(1, 1, static_cast<unsigned>(parts)));
             config.attrs = &attribute;
             config.numAttrs = 1;
             int clusters = 0;

@@ -65,6 +65,28 @@ at::Tensor denseAttention(const kt::PagedKv& kv, const at::Tensor& query, double
     return at::cat(rows, 0);
 }
 
+#ifdef LECTOR_HAVE_CUDA
+// A case's inputs in `type`, with the float32 reference over the very same (rounded) inputs and the
+// dense libtorch attention in `type` on the GPU (the error scale expectClose compares against).
+struct CudaCase {
+    kt::PagedKv kv;
+    at::Tensor query, ref, naive;
+};
+
+CudaCase cudaCase(const std::vector<int>& contexts, int numQHeads, int numKvHeads, at::ScalarType type,
+                  uint64_t seed, double scale)
+{
+    CudaCase out{kt::makePagedKv(contexts, numKvHeads, kHeadDim, type, seed), {}, {}, {}};
+    out.query = kt::randn({int64_t(contexts.size()), numQHeads, kHeadDim}, seed + 1, type);
+    kt::PagedKv kv32 = out.kv;
+    kv32.keyCache = out.kv.keyCache.to(at::kFloat);
+    kv32.valueCache = out.kv.valueCache.to(at::kFloat);
+    out.ref = runReference(kv32, out.query.to(at::kFloat), scale);
+    out.naive = denseAttention(out.kv, out.query, scale, type, at::kCUDA);
+    return out;
+}
+#endif
+
 struct Case {
     const char* name;
     std::vector<int> contexts;
@@ -128,15 +150,10 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
     kt::requireCuda();
     for (at::ScalarType type : kt::floatTypes()) {
         for (const Case& c : cases()) {
-            const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, type, 21);
-            const at::Tensor query = kt::randn({int64_t(c.contexts.size()), c.numQHeads, kHeadDim}, 22, type);
             const double scale = 1.0 / std::sqrt(double(kHeadDim));
-            // float32 reference over the very same (rounded) inputs.
-            kt::PagedKv kv32 = kv;
-            kv32.keyCache = kv.keyCache.to(at::kFloat);
-            kv32.valueCache = kv.valueCache.to(at::kFloat);
-            const at::Tensor ref = runReference(kv32, query.to(at::kFloat), scale);
-            const at::Tensor naive = denseAttention(kv, query, scale, type, at::kCUDA);
+            const CudaCase cc = cudaCase(c.contexts, c.numQHeads, c.numKvHeads, type, 21, scale);
+            const kt::PagedKv& kv = cc.kv;
+            const at::Tensor &query = cc.query, &ref = cc.ref, &naive = cc.naive;
 
             const int maxContext = *std::max_element(c.contexts.begin(), c.contexts.end());
             // 64 and 128: the short partitions whose CTAs load V with K (the graphed decode steps of
@@ -167,14 +184,10 @@ LECTOR_TEST(cudaClusterMergeMatchesReference)
     LECTOR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
     for (at::ScalarType type : kt::floatTypes()) {
         for (const Case& c : cases()) {
-            const kt::PagedKv kv = kt::makePagedKv(c.contexts, c.numKvHeads, kHeadDim, type, 27);
-            const at::Tensor query = kt::randn({int64_t(c.contexts.size()), c.numQHeads, kHeadDim}, 28, type);
             const double scale = 1.0 / std::sqrt(double(kHeadDim));
-            kt::PagedKv kv32 = kv;
-            kv32.keyCache = kv.keyCache.to(at::kFloat);
-            kv32.valueCache = kv.valueCache.to(at::kFloat);
-            const at::Tensor ref = runReference(kv32, query.to(at::kFloat), scale);
-            const at::Tensor naive = denseAttention(kv, query, scale, type, at::kCUDA);
+            const CudaCase cc = cudaCase(c.contexts, c.numQHeads, c.numKvHeads, type, 27, scale);
+            const kt::PagedKv& kv = cc.kv;
+            const at::Tensor &query = cc.query, &ref = cc.ref, &naive = cc.naive;
             const at::Tensor keys = kv.keyCache.cuda();
             const int64_t gridContext = kv.blockTable.size(1) * 16;
             if (major < 9) {
@@ -184,7 +197,9 @@ LECTOR_TEST(cudaClusterMergeMatchesReference)
             // Where a 16-CTA cluster's partitions fit (every case here), the device must run it.
             LECTOR_CHECK(lector::gpu::pagedDecodeClusterPartitions(keys, c.numQHeads, gridContext, 16) == 16);
             for (int64_t parts : {16, 5, 2}) {
-                if ((gridContext / 16 + parts - 1) / parts * 16 > lector::gpu::kDecodeMaxPartition) continue;
+                if (lector::gpu::pagedDecodeClusterPartitionLen(int(gridContext), int(parts)) >
+                    lector::gpu::kDecodeMaxPartition)
+                    continue;
                 const at::Tensor out = at::full(query.sizes(), NAN, query.options().device(at::kCUDA));
                 lector::gpu::pagedDecodeAttention(out, query.cuda(), keys, kv.valueCache.cuda(), kv.blockTable.cuda(),
                                                   kv.contextLens.cuda(), gridContext, scale, -1, parts);

@@ -187,8 +187,6 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     const double scale = 1.0 / std::sqrt(double(d));
     struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
-    // The cluster merge's rows only where the device runs 16-CTA clusters (sm_90).
-    const bool clusters = gpu::pagedDecodeClusterPartitions(keyCache, hq, 8192, 16) == 16;
     std::vector<Op> ops = {
         {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
         {"o matmul", L, [&] { (void)at::linear(attn.view({b, hq * d}), w.oProj); }},
@@ -204,12 +202,14 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
-        {"attention (graph: 8192, cluster 16)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 16); }},
-        {"attention (graph: 8192, cluster 8)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 8); }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
     };
+    if (gpu::pagedDecodeClusterPartitions(keyCache, hq, 8192, 16) == 16) {  // sm_90: the cluster merge
+        ops.push_back({"attention (graph: 8192, cluster 16)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 16); }});
+        ops.push_back({"attention (graph: 8192, cluster 8)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 8); }});
+    }
     if (b <= gpu::kSkinnyMaxRows) {
         const at::Tensor outQkv = at::empty({b, w.qkvProj.size(0)}, opts), outO = at::empty({b, c.hiddenSize}, opts);
         const at::Tensor outGateUp = at::empty({b, w.gateUpProj.size(0)}, opts), outDown = at::empty({b, c.hiddenSize}, opts);
@@ -252,7 +252,6 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     }
     std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
     for (const Op& op : ops) {
-        if (!clusters && std::string(op.name).find("cluster") != std::string::npos) continue;
         const double us = gpu::graphMicros(device, op.fn);
         std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
     }
