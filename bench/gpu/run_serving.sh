@@ -92,6 +92,28 @@ for mode in on off; do
   LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p000.ppm $H --persistent-decode $mode --warmup 1 --repeat 5 --no-throughput 2>&1 \
     | grep -E "^(decode|per_token|total)|persistent|kernel chain" | sed "s/^/--persistent-decode $mode: /" | tee -a "$W/latency.txt"
 done
+step "tokens drawn inside the decode graphs equal those drawn after them (LECTOR_GRAPH_SAMPLER=0)"
+# Greedy with the default penalty over 3 pages at once (batches of 1, 2 and 3 sequences, the last in the
+# 4-row graph with one padding row); top-k sampling at temperature 0.8 over one page (batch 1: the same
+# split of the draw over CTAs both ways, so the same draws). Both runs must print the same results.
+P3="/tmp/pages/p000.ppm /tmp/pages/p001.ppm /tmp/pages/p002.ppm"
+for mode in greedy sampled; do
+  if [ $mode = greedy ]; then pages=$P3; extra=""; else pages=/tmp/pages/p000.ppm; extra="--temperature 0.8 --top-k 20"; fi
+  for g in 1 0; do
+    LECTOR_GRAPH_SAMPLER=$g timeout 60 $CLI recognize $pages $H $extra --format jsonl > "$W/graph_sampler_${mode}_$g.jsonl" 2>"$W/graph_sampler_${mode}_$g.log"
+  done
+  python3 - "$W" $mode <<'PY'
+import json, sys
+w, mode = sys.argv[1], sys.argv[2]
+def pages(g):  # every field but the timings
+    rows = [json.loads(l) for l in open("%s/graph_sampler_%s_%s.jsonl" % (w, mode, g)) if l.strip()]
+    return [{k: v for k, v in r.items() if k != "timing_ms"} for r in rows]
+a, b = pages("1"), pages("0")
+same = a == b and len(a) > 0 and not any(r.get("error") for r in a)
+print("graph sampler (%s): %d / %d pages, %s; first text %r" % (mode, len(a), len(b), "same results" if same else "DIFFERENT",
+      (a[0].get("text") or "")[:60] if a else None))
+PY
+done | tee "$W/graph_sampler.txt"
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1

@@ -1,6 +1,7 @@
 #include "core/engine/hunyuan_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <future>
 #include <stdexcept>
@@ -134,6 +135,10 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         ro.persistentDecode = config.persistentDecode == "on" ? P::Always : config.persistentDecode == "off" ? P::Never : P::Auto;
         backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
+        // Decode graphs draw their tokens themselves; LECTOR_GRAPH_SAMPLER=0 leaves that to a kernel
+        // after each graph (for comparison: the tokens must be the same).
+        if (const char* e = std::getenv("LECTOR_GRAPH_SAMPLER"); !(e && std::string(e) == "0"))
+            backend->m_runner->attachSampler(*backend->m_sampler);
         backend->m_runner->tuneLayouts();
         LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
@@ -396,7 +401,7 @@ ChunkRows chunkRows(const StepChunk& c, std::int64_t promptLength)
 
 }  // namespace
 
-at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds)
+runner::RunnerStep HunyuanBackend::fusedStep(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds)
 {
     const int numAxes = m_decoder->rope().numAxes();
     runner::RunnerStep step;
@@ -431,7 +436,7 @@ at::Tensor HunyuanBackend::forwardFused(const std::vector<StepChunk>& chunks, co
     for (const auto& a : axes) step.positions.insert(step.positions.end(), a.begin(), a.end());
     if (!promptParts.empty()) step.promptEmbeds = promptParts.size() == 1 ? promptParts[0] : at::cat(promptParts);
     step.deviceTokenIds = deviceTokenIds;
-    return m_runner->run(step);
+    return step;
 }
 
 at::Tensor HunyuanBackend::forwardReference(const std::vector<StepChunk>& chunks)
@@ -477,6 +482,31 @@ at::Tensor HunyuanBackend::forwardReference(const std::vector<StepChunk>& chunks
         hidden.index_select(0, at::tensor(sampleRows, at::TensorOptions().dtype(at::kLong)).to(device)));  // [S, vocab]
 }
 
+std::optional<runner::DeviceSampling> HunyuanBackend::deviceSampling(SeqId id, bool freshPrefill, int ahead)
+{
+    Sequence& seq = *m_seqs.at(id);
+    const SamplingParams& sp = seq.state->request().sampling;
+    // Top-p has no device kernel, and past the sampler's capacity a sequence has no presence row: those
+    // draw on the host.
+    if (!m_sampler || sp.topP < 1.0f) return std::nullopt;
+    if (seq.presenceRow < 0 && (seq.presenceRow = m_sampler->acquireRow()) < 0) return std::nullopt;
+    if (freshPrefill) {
+        // The penalty's ids: the prompt and whatever was generated before a preemption.
+        std::vector<int> history = seq.promptIds;
+        const auto& gen = seq.loop->result().ids;
+        history.insert(history.end(), gen.begin(), gen.end());
+        m_sampler->resetRow(seq.presenceRow, history);
+    }
+    runner::DeviceSampling d;
+    d.row = seq.presenceRow;
+    d.temperature = sp.temperature;
+    d.topK = sp.topK;
+    d.repetitionPenalty = sp.repetitionPenalty;
+    d.seed = static_cast<std::int64_t>(sp.seed);
+    d.offset = seq.loop->result().timings.numNewTokens + ahead;  // the draw counter of this token
+    return d;
+}
+
 HunyuanBackend::Launched HunyuanBackend::launchSample(const std::vector<SeqId>& ids,
                                                      const std::vector<bool>& freshPrefill, const at::Tensor& logits,
                                                      int ahead)
@@ -486,31 +516,13 @@ HunyuanBackend::Launched HunyuanBackend::launchSample(const std::vector<SeqId>& 
     out.hostTokens.assign(ids.size(), -1);
     std::vector<runner::DeviceSampling> onDevice;
     for (size_t k = 0; k < ids.size(); ++k) {
-        Sequence& seq = *m_seqs.at(ids[k]);
-        const SamplingParams& sp = seq.state->request().sampling;
-        // Top-p has no device kernel: those sequences draw on the host.
-        if (!m_sampler || sp.topP < 1.0f) {
-            LECTOR_ASSERT(ahead == 0);  // a step with host draws is never chained
-            out.hostTokens[k] = seq.loop->sample(logits[static_cast<std::int64_t>(k)]);
+        if (auto d = deviceSampling(ids[k], freshPrefill[k], ahead)) {
+            onDevice.push_back(*d);
+            out.deviceRows.push_back(static_cast<std::int64_t>(k));
             continue;
         }
-        if (seq.presenceRow < 0) seq.presenceRow = m_sampler->acquireRow();
-        if (freshPrefill[k]) {
-            // The penalty's ids: the prompt and whatever was generated before a preemption.
-            std::vector<int> history = seq.promptIds;
-            const auto& gen = seq.loop->result().ids;
-            history.insert(history.end(), gen.begin(), gen.end());
-            m_sampler->resetRow(seq.presenceRow, history);
-        }
-        runner::DeviceSampling d;
-        d.row = seq.presenceRow;
-        d.temperature = sp.temperature;
-        d.topK = sp.topK;
-        d.repetitionPenalty = sp.repetitionPenalty;
-        d.seed = static_cast<std::int64_t>(sp.seed);
-        d.offset = seq.loop->result().timings.numNewTokens + ahead;  // the draw counter of this token
-        onDevice.push_back(d);
-        out.deviceRows.push_back(static_cast<std::int64_t>(k));
+        LECTOR_ASSERT(ahead == 0);  // a step with host draws is never chained
+        out.hostTokens[k] = m_seqs.at(ids[k])->loop->sample(logits[static_cast<std::int64_t>(k)]);
     }
     if (!onDevice.empty()) {
         const bool all = onDevice.size() == ids.size();
@@ -538,9 +550,32 @@ HunyuanBackend::Launched HunyuanBackend::launchChunks(const std::vector<StepChun
         }
     }
     const at::Tensor deviceIds = feed ? feed->device.onDevice() : at::Tensor();
-    const at::Tensor logits = m_runner ? forwardFused(chunks, deviceIds) : forwardReference(chunks);
-    Launched out = sampleIds.empty() ? Launched{} : launchSample(sampleIds, freshPrefill, logits, feed ? 1 : 0);
-    out.chainable = m_runner && decodeOnly && !sampleIds.empty() && out.deviceRows.size() == sampleIds.size();
+    const int ahead = feed ? 1 : 0;
+    if (m_runner && decodeOnly) {
+        // A graphed decode step draws its tokens inside the graph when every sequence draws on the device.
+        runner::RunnerStep step = fusedStep(chunks, deviceIds);
+        if (m_runner->samplesInGraph(step)) {
+            std::vector<runner::DeviceSampling> sampling;
+            for (SeqId id : sampleIds)
+                if (auto d = deviceSampling(id, /*freshPrefill=*/false, ahead)) sampling.push_back(*d);
+            if (sampling.size() == sampleIds.size()) {
+                Launched out;
+                out.ids = sampleIds;
+                out.hostTokens.assign(sampleIds.size(), -1);
+                for (size_t k = 0; k < sampleIds.size(); ++k) out.deviceRows.push_back(static_cast<std::int64_t>(k));
+                out.device = m_runner->runSampled(step, sampling);
+                out.chainable = true;
+                return out;
+            }
+        }
+        const at::Tensor logits = m_runner->run(step);
+        Launched out = launchSample(sampleIds, freshPrefill, logits, ahead);
+        out.chainable = !sampleIds.empty() && out.deviceRows.size() == sampleIds.size();
+        return out;
+    }
+    const at::Tensor logits = m_runner ? m_runner->run(fusedStep(chunks, deviceIds)) : forwardReference(chunks);
+    Launched out = sampleIds.empty() ? Launched{} : launchSample(sampleIds, freshPrefill, logits, ahead);
+    out.chainable = false;
     return out;
 }
 

@@ -64,10 +64,14 @@ private:
     // Completes a launched decode-only step in the scheduler before its tokens are known: one token
     // each, finished where the length limit ends the sequence. ahead: as for launchSample().
     void completeProvisionally(const Launched& launched, int ahead);
-    // The forward of a step: the fused runner, or the reference decoder through the paged KV view.
-    // Logits [sampled chunks, vocab] float32 on the model's device, in chunk order.
-    at::Tensor forwardFused(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds);
+    // A step for the fused runner (deviceTokenIds: its decode ids on the device, or undefined).
+    runner::RunnerStep fusedStep(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds);
+    // The forward of a step through the reference decoder and the paged KV view: logits [sampled chunks,
+    // vocab] float32 on the model's device, in chunk order.
     at::Tensor forwardReference(const std::vector<StepChunk>& chunks);
+    // A sequence's next draw on the device (its presence row acquired, and reset for a fresh prefill), or
+    // none where it draws on the host (top-p, or no presence row left). ahead: as for launchSample().
+    std::optional<runner::DeviceSampling> deviceSampling(SeqId id, bool freshPrefill, int ahead);
     // Draws the next token of every sampled chunk (in order), on the device where it can be. ahead: tokens
     // of these sequences already drawn but not yet accepted (1 for a step chained onto the in-flight one).
     Launched launchSample(const std::vector<SeqId>& ids, const std::vector<bool>& freshPrefill,
@@ -84,8 +88,8 @@ private:
     EngineInfo m_info;
     std::unique_ptr<Scheduler> m_scheduler;
     std::unique_ptr<runner::PagedKvStorage> m_kv;
+    std::unique_ptr<runner::DeviceSampler> m_sampler;  // with m_runner, which draws with it (declared first: outlives it)
     std::unique_ptr<runner::ModelRunner> m_runner;     // set when the fused runner serves the decoder
-    std::unique_ptr<runner::DeviceSampler> m_sampler;  // with m_runner
     int m_blockSize = 16;
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)

@@ -2,6 +2,9 @@
 // repetition penalty, temperature, greedy or top-k), so a step copies [S] token ids to the host instead
 // of [S, vocab] logits. Each sequence owns a row of a presence bitmap [rows, vocab] (uint8) marking the
 // ids the penalty applies to (prompt + generated); the chosen tokens are marked after each draw.
+// The bitmap is allocated once for `capacity` sequences and never moves, so a CUDA graph can draw
+// tokens with it (ModelRunner::attachSampler); past that many sequences acquireRow() says no and the
+// backend samples on the host.
 // Top-p is not done on the device: the backend samples such sequences on the host (Sampler).
 // Threads: engine thread only.
 #pragma once
@@ -43,8 +46,10 @@ private:
 
 class DeviceSampler {
 public:
-    DeviceSampler(std::int64_t vocabSize, at::Device device);
+    static constexpr int kDefaultCapacity = 512;  // 62 MB of bitmap at HunyuanOCR's 120818 ids
+    DeviceSampler(std::int64_t vocabSize, at::Device device, int capacity = kDefaultCapacity);
 
+    // A free presence row, or -1 when all `capacity` are taken.
     int acquireRow();
     void releaseRow(int row);
     // presence[row] = the distinct ids of `ids` (ids outside the vocabulary are ignored).
@@ -55,10 +60,28 @@ public:
     // The same without waiting: queues the kernel and the copy to the host.
     PendingTokens sampleAsync(const at::Tensor& logits, const std::vector<DeviceSampling>& params);
 
+    // --- the same in pieces, for a draw inside a CUDA graph (ModelRunner) ---
+    // Bytes of the packed parameters of `rows` sequences: int64 presence rows | seeds | draw offsets,
+    // float32 temperatures | penalties, int32 top-k.
+    static std::int64_t packedBytes(std::int64_t rows);
+    // Packs params into dst (host memory, packedBytes(rows) bytes); rows past params.size() draw greedily
+    // from a spare presence row no sequence owns (a graph's padding rows).
+    void pack(const std::vector<DeviceSampling>& params, std::int64_t rows, std::uint8_t* dst) const;
+    // Queues the kernel: tokens [S] int64 from logits [S, vocab] float32 with packed [packedBytes(S)]
+    // uint8 parameters on the device; scratch: int64 zeros of sampleScratchWords(S) words, kept zero.
+    void launch(const at::Tensor& tokens, const at::Tensor& logits, const at::Tensor& packed,
+                const at::Tensor& scratch) const;
+    // Queues the copy of tokens [S] int64 (on the device) to the host. onDevice() of the result is
+    // `tokens` itself.
+    static PendingTokens copyToHost(const at::Tensor& tokens);
+    // The scratch words launch() needs for `rows` rows on this sampler's device (0 on the CPU).
+    std::int64_t scratchWords(std::int64_t rows) const;
+
 private:
     std::int64_t m_vocab;
     at::Device m_device;
-    at::Tensor m_presence;  // [capacity, vocab] uint8
+    int m_capacity;
+    at::Tensor m_presence;  // [capacity + 1, vocab] uint8; the last row is the padding rows' spare
     at::Tensor m_scratch;   // int64 zeros between calls: the kernel's per-sequence tickets and partials
     std::vector<int> m_freeRows;
 };

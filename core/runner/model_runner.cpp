@@ -1,8 +1,8 @@
 // ModelRunner (see model_runner.h). Central idea: everything a step needs besides the weights and the
 // cache — ids, positions, slots, block table, query offsets, context lengths, rows to sample — is a few
-// small integer arrays; they travel to the device in two copies, and a decode step's arrays are copied
-// into the static inputs of a captured graph instead, so the host issues a handful of operations per
-// step rather than hundreds of kernel launches.
+// small integer arrays; they travel to the device in two copies, and a decode step's arrays (with the
+// sampler's parameters) in one copy into the static inputs of a captured graph instead, so the host
+// issues a handful of operations per step rather than hundreds of kernel launches.
 #include "core/runner/model_runner.h"
 
 #include <c10/core/InferenceMode.h>
@@ -520,7 +520,7 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
 at::Tensor ModelRunner::run(const RunnerStep& step)
 {
     c10::InferenceMode inference;
-    if (graphable(step)) return runGraph(step);
+    if (graphable(step)) return runGraph(step, nullptr);
     useEagerAttention();
     const Metadata meta = upload(step);
     if (persistentStep(meta)) return runPersistent(meta);
@@ -582,35 +582,43 @@ int ModelRunner::captureGraphs()
     const int numAxes = m_decoder.rope().numAxes();
     const int bs = m_kv.blockSize();
     const std::int64_t maxBlocks = graphMaxBlocks();
-    const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
-    const auto i32 = at::TensorOptions().dtype(at::kInt).device(device);
     // Dummy step for warm-up and capture: every row attends to one token of block 0, writes nowhere.
-    m_graphInput64 = at::zeros({(2 + numAxes) * maxBatch}, i64);
-    m_graphInput32 = at::zeros({(1 + maxBlocks) * maxBatch}, i32);
+    m_graphInputs = at::zeros({graphInputs(maxBatch).end}, at::TensorOptions().dtype(at::kByte).device(device));
+    if (m_sampler) m_graphScratch = at::zeros({std::max<std::int64_t>(1, m_sampler->scratchWords(maxBatch))},
+                                              at::TensorOptions().dtype(at::kLong).device(device));
     const gpu::CudaGraph* pool = nullptr;
     // Largest first, so the smaller graphs reuse the pool memory the largest one needed.
     for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
         const int b = *it;
+        const GraphInputs g = graphInputs(b);
         Metadata meta;
         meta.numRows = meta.numSeqs = b;
         meta.maxQueryLen = 1;
         meta.maxContextLen = maxBlocks * bs;
         meta.decodeOnly = true;
-        meta.ids = m_graphInput64.narrow(0, 0, b);
-        meta.positions = m_graphInput64.narrow(0, b, numAxes * b).view({numAxes, b});
-        meta.slots = m_graphInput64.narrow(0, (1 + numAxes) * b, b);
-        meta.contextLens = m_graphInput32.narrow(0, 0, b);
-        meta.blockTable = m_graphInput32.narrow(0, b, b * maxBlocks).view({b, maxBlocks});
-        // The dummy rows of this size: slot -1 (no KV write), one key in block 0 (table and lengths are
-        // shared, so re-set them; the real steps overwrite all of it).
-        m_graphInput64.narrow(0, (1 + numAxes) * b, b).fill_(-1);
-        m_graphInput32.narrow(0, 0, b).fill_(1);
-        m_graphInput32.narrow(0, b, b * maxBlocks).zero_();
+        meta.ids = graphInput(g.ids, b, at::kLong);
+        meta.positions = graphInput(g.positions, numAxes * b, at::kLong).view({numAxes, b});
+        meta.slots = graphInput(g.slots, b, at::kLong);
+        meta.contextLens = graphInput(g.contextLens, b, at::kInt);
+        meta.blockTable = graphInput(g.blockTable, b * maxBlocks, at::kInt).view({b, maxBlocks});
+        // The dummy rows of this size: slot -1 (no KV write), one key in block 0, greedy draws into the
+        // sampler's spare row (the inputs are shared, so re-set them; the real steps overwrite all of it).
+        meta.slots.fill_(-1);
+        meta.contextLens.fill_(1);
+        meta.blockTable.zero_();
+        const at::Tensor packed = m_graphInputs.narrow(0, g.sampling, DeviceSampler::packedBytes(b));
+        if (m_sampler) {
+            at::Tensor h = at::empty({packed.numel()}, hostOptions(at::kByte, device));
+            m_sampler->pack({}, b, h.data_ptr<std::uint8_t>());
+            packed.copy_(h);
+        }
         useGraphAttention(b);
         auto graph = std::make_unique<DecodeGraph>();
         const bool persistent = persistentStep(meta);
         auto body = [&] {
             graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
+            // The next step's ids: drawn into this graph's own input, where the next replay reads them.
+            if (m_sampler) m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
         };
         body();  // warm-up: cuBLAS handles and workspaces exist before capture
         graph->graph.capture(device, body, pool);
@@ -627,7 +635,42 @@ std::int64_t ModelRunner::graphMaxBlocks() const
     return (m_options.graphContextTokens + bs - 1) / bs;
 }
 
-at::Tensor ModelRunner::runGraph(const RunnerStep& step)
+ModelRunner::GraphInputs ModelRunner::graphInputs(int b) const
+{
+    const std::int64_t rows = b, axes = m_decoder.rope().numAxes();
+    GraphInputs g;
+    g.ids = 0;
+    g.positions = 8 * rows;
+    g.slots = g.positions + 8 * axes * rows;
+    g.sampling = g.slots + 8 * rows;
+    g.contextLens = g.sampling + (DeviceSampler::packedBytes(rows) + 7) / 8 * 8;
+    g.blockTable = g.contextLens + 4 * rows;
+    g.end = g.blockTable + 4 * rows * graphMaxBlocks();
+    return g;
+}
+
+at::Tensor ModelRunner::graphInput(std::int64_t offset, std::int64_t count, at::ScalarType type) const
+{
+    return m_graphInputs.narrow(0, offset, count * static_cast<std::int64_t>(at::elementSize(type))).view(type);
+}
+
+void ModelRunner::attachSampler(DeviceSampler& sampler)
+{
+    LECTOR_ASSERT(m_graphs.empty());  // the graphs capture it
+    m_sampler = &sampler;
+}
+
+bool ModelRunner::samplesInGraph(const RunnerStep& step) const { return m_sampler && graphable(step); }
+
+PendingTokens ModelRunner::runSampled(const RunnerStep& step, const std::vector<DeviceSampling>& sampling)
+{
+    c10::InferenceMode inference;
+    LECTOR_ASSERT(samplesInGraph(step) && sampling.size() == step.seqs.size());
+    (void)runGraph(step, &sampling);
+    return DeviceSampler::copyToHost(graphInput(0, static_cast<std::int64_t>(step.seqs.size()), at::kLong));
+}
+
+at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling)
 {
     const auto batch = static_cast<int>(step.seqs.size());
     auto it = m_graphs.lower_bound(batch);
@@ -637,16 +680,17 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
     const int numAxes = m_decoder.rope().numAxes();
     const int bs = m_kv.blockSize();
     const std::int64_t maxBlocks = graphMaxBlocks();
-    // Host images of the static inputs' first rows (layouts in model_runner.h); rows past the real batch
-    // are the dummy decode: slot -1, one key in block 0. Block-table entries past a row's context are
-    // never read, so they are left as they are.
-    at::Tensor h64 = at::empty({b * (2 + numAxes)}, hostOptions(at::kLong, device));
-    at::Tensor h32 = at::empty({b * (1 + maxBlocks)}, hostOptions(at::kInt, device));
-    std::int64_t* ids = h64.data_ptr<std::int64_t>();
-    std::int64_t* pos = ids + b;
-    std::int64_t* slots = pos + numAxes * b;
-    std::int32_t* lens = h32.data_ptr<std::int32_t>();
-    std::int32_t* table = lens + b;
+    // The host image of graph b's static inputs (graphInputs()), one copy. Rows past the real batch are
+    // the dummy decode: slot -1, one key in block 0, a greedy draw into the sampler's spare row.
+    // Block-table entries past a row's context are never read, so they are left as they are.
+    const GraphInputs g = graphInputs(b);
+    at::Tensor h = at::empty({g.end}, hostOptions(at::kByte, device));
+    std::uint8_t* base = h.data_ptr<std::uint8_t>();
+    auto* ids = reinterpret_cast<std::int64_t*>(base + g.ids);
+    auto* pos = reinterpret_cast<std::int64_t*>(base + g.positions);
+    auto* slots = reinterpret_cast<std::int64_t*>(base + g.slots);
+    auto* lens = reinterpret_cast<std::int32_t*>(base + g.contextLens);
+    auto* table = reinterpret_cast<std::int32_t*>(base + g.blockTable);
     for (int i = 0; i < b; ++i) {
         const bool real = i < batch;
         const RunnerSequence* s = real ? &step.seqs[static_cast<size_t>(i)] : nullptr;
@@ -661,11 +705,14 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step)
             table[i * maxBlocks] = 0;
         }
     }
-    m_graphInput64.narrow(0, 0, h64.numel()).copy_(h64, /*non_blocking=*/true);
-    m_graphInput32.narrow(0, 0, h32.numel()).copy_(h32, /*non_blocking=*/true);
-    if (step.deviceTokenIds.defined()) {
+    if (m_sampler) m_sampler->pack(sampling ? *sampling : std::vector<DeviceSampling>{}, b, base + g.sampling);
+    // Ids the previous replay drew into this very input stay where they are: the copy starts after them.
+    const bool idsInPlace = step.deviceTokenIds.defined() && step.deviceTokenIds.data_ptr() == m_graphInputs.data_ptr();
+    const std::int64_t from = idsInPlace ? g.positions : 0;
+    m_graphInputs.narrow(0, from, g.end - from).copy_(h.narrow(0, from, g.end - from), /*non_blocking=*/true);
+    if (step.deviceTokenIds.defined() && !idsInPlace) {
         LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
-        m_graphInput64.narrow(0, 0, batch).copy_(step.deviceTokenIds, /*non_blocking=*/true);
+        graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
     it->second->graph.replay();
     return it->second->logits.narrow(0, 0, batch);

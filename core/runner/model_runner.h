@@ -1,6 +1,7 @@
 // ModelRunner: HunyuanOCR's text decoder for the serving engine, on gpu/'s fused ops over the paged KV
 // cache. One run() is one engine step: a flattened batch of prefill chunks and decode tokens of many
-// sequences, with per-step metadata packed into two host buffers (int64, int32), one copy each.
+// sequences, with per-step metadata packed into two host buffers (int64, int32), one copy each (a
+// graphed decode step: one buffer, one copy, its tokens optionally drawn inside the graph).
 // Per layer: QKV matmul, QK-norm + XD-RoPE (one kernel), K/V written into the paged cache, paged
 // attention (decode kernel when every sequence brings one token, else the prefill kernel), O matmul,
 // fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Projections are
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/model/hunyuan/decoder.h"
+#include "core/runner/device_sampler.h"
 #include "core/runner/paged_kv.h"
 #include "gpu/kernels/skinny_gemm.cuh"  // SkinnyEngine (plain C++)
 
@@ -91,6 +93,17 @@ public:
     // otherwise a no-op). Call tuneLayouts() first: graphs keep the layouts they were captured with.
     // Returns the number of graphs captured.
     int captureGraphs();
+    // Decode graphs also draw each step's tokens: gpu::sampleTokens after the LM head, inside the graph,
+    // with sampler's presence rows, the parameters travelling in the step's one copy, the ids drawn
+    // straight into the graph's own input for the next replay. Call before captureGraphs().
+    void attachSampler(DeviceSampler& sampler);
+    // Whether runSampled() takes this step (a graphed decode step, a sampler attached).
+    bool samplesInGraph(const RunnerStep& step) const;
+    // A graphed decode step with every sequence's token drawn inside the graph (sampling: one entry per
+    // sequence, in order): the tokens on their way to the host. Their onDevice() is the graphs' own ids
+    // input, valid until the next replay; feed it to the next step as deviceTokenIds and that step
+    // copies nothing for its ids.
+    PendingTokens runSampled(const RunnerStep& step, const std::vector<DeviceSampling>& sampling);
     // For each projection (qkv, o, gate/up, down, LM head): keeps the weight as stored ([out, in],
     // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
     // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
@@ -141,7 +154,9 @@ private:
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
     void useGraphAttention(int batch);  // decode attention's split for the graph of `batch` sequences
     void useEagerAttention();           // ... and for eager steps (automatic)
-    at::Tensor runGraph(const RunnerStep& step);
+    // sampling: the draws of a runSampled() step, or null (with a sampler attached, the graph then draws
+    // only into its spare row).
+    at::Tensor runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling);
 
     const model::hunyuan::TextDecoder& m_decoder;
     PagedKvStorage& m_kv;
@@ -159,11 +174,18 @@ private:
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
     std::string m_persistentReport;
-    // Decode graphs: static inputs shared by every batch size (the first rows are used), one graph each.
-    // Static inputs of the graphs. Graph b reads int64 [ids b | positions numAxes x b | slots b] and int32
-    // [contextLens b | blockTable b x graphContextTokens / 16] from the start of these, so one step's
-    // inputs are two host-to-device copies.
-    at::Tensor m_graphInput64, m_graphInput32;
+    // Decode graphs' static inputs, one byte buffer every graph reads from its start, so a step's inputs
+    // are one host-to-device copy. Graph b's layout (byte offsets): int64 ids [b], positions
+    // [numAxes, b], slots [b]; the sampler's packed parameters for b rows; int32 context lengths [b],
+    // block table [b, graphContextTokens / 16].
+    struct GraphInputs {
+        std::int64_t ids, positions, slots, sampling, contextLens, blockTable, end;
+    };
+    GraphInputs graphInputs(int b) const;
+    at::Tensor graphInput(std::int64_t offset, std::int64_t count, at::ScalarType type) const;  // a typed view
+    at::Tensor m_graphInputs;   // uint8 [graphInputs(largest graph).end]
+    DeviceSampler* m_sampler = nullptr;  // attachSampler(); the graphs draw with it
+    at::Tensor m_graphScratch;  // int64 zeros: the graphs' sampler scratch
     std::int64_t graphMaxBlocks() const;  // block-table width of the graphs: graphContextTokens / 16
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
 };

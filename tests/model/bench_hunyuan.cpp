@@ -284,6 +284,17 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     std::printf("- load-time self check against the reference decoder: rel. L2 %.2e\n", graphed.selfCheck());
     if (!graphed.layoutReport().empty()) std::printf("\n");
 
+    // The engine's runner: the kernel chain (no persistent kernel), its decode graphs drawing their own
+    // tokens (attachSampler), as the engine serves one sequence.
+    runner::DeviceSampler graphSampler(t.vocabSize, device);
+    runner::RunnerOptions sampledOptions;
+    sampledOptions.persistentDecode = runner::RunnerOptions::Persistent::Never;
+    sampledOptions.maxGraphBatch = 1;
+    runner::ModelRunner sampled(decoder, kv, sampledOptions);
+    sampled.attachSampler(graphSampler);
+    sampled.tuneLayouts();
+    sampled.captureGraphs();
+
     bool ok = true;
     if (opt.count("golden")) {
         auto file = must(model::SafetensorsFile::open(opt["golden"]), "golden");
@@ -340,6 +351,37 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         std::printf("| last logits max abs | %.3f | | |\n", logitMaxAbs);
         std::printf("| greedy steps equal | %d / %d | split only where margin <= %.3f | %s |\n", agree, n, flipTol, greedyOk ? "yes" : "NO");
         if (agree < n) std::printf("| reference margin at the first split | %.4f | | |\n", marginAtSplit);
+        // The same greedy steps through the engine's path: each token drawn inside the decode graph, the
+        // next step reading it where the graph drew it (the host's id again deliberately wrong).
+        runner::DeviceSampling g;
+        g.row = graphSampler.acquireRow();
+        graphSampler.resetRow(g.row, {});
+        runner::PendingTokens drawn = graphSampler.sampleAsync(sampled.run(prefill), {g});
+        std::vector<std::int64_t> inGraph{drawn.get().at(0)};
+        for (int k = 1; k < gen; ++k) {
+            runner::RunnerStep step;
+            runner::RunnerSequence d;
+            d.numNew = 1;
+            d.past = L + k - 1;
+            d.blocks = s.blocks;
+            d.sample = true;
+            step.seqs.push_back(d);
+            step.tokenIds.push_back(inGraph.back() + 1);
+            step.deviceTokenIds = drawn.onDevice();
+            for (int a = 0; a < numAxes; ++a) step.positions.push_back(d.past);
+            if (!sampled.samplesInGraph(step)) break;  // no graphs (CPU, or graphs unavailable)
+            drawn = sampled.runSampled(step, {g});
+            inGraph.push_back(drawn.get().at(0));
+        }
+        int agreeInGraph = 0;
+        const int nInGraph = std::min<int>(n, static_cast<int>(inGraph.size()));
+        while (agreeInGraph < nInGraph && inGraph[static_cast<size_t>(agreeInGraph)] == refGreedy[agreeInGraph].item<int64_t>())
+            ++agreeInGraph;
+        const bool inGraphOk = agreeInGraph == nInGraph || margins[agreeInGraph].item<float>() <= flipTol;
+        ok = ok && inGraphOk;
+        std::printf("| greedy steps equal, tokens drawn inside the decode graphs | %d / %d | split only where margin <= %.3f | %s |\n",
+                    agreeInGraph, nInGraph, flipTol, inGraphOk ? "yes" : "NO");
+        graphSampler.releaseRow(g.row);
         std::printf("\n");
     }
 
@@ -413,8 +455,26 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
             pending.push_back(sampler.sampleAsync(chain.run(step), {sp}));
         }
         (void)pending.back().get();
-        std::printf("- batch 1, chain graph + device sampler + token copy, queued back to back: %.3f ms per step\n\n",
+        std::printf("- batch 1, chain graph + device sampler + token copy, queued back to back: %.3f ms per step\n",
                     msSince(q0) / 50);
+        // The engine's path: the token drawn inside the graph, one copy in per step, one out.
+        runner::DeviceSampling gp = sp;
+        gp.row = graphSampler.acquireRow();
+        graphSampler.resetRow(gp.row, {1, 2, 3});
+        runner::RunnerStep own = decodeStep(1, context, bs, numAxes);
+        if (sampled.samplesInGraph(own)) {
+            for (int w = 0; w < 3; ++w) (void)sampled.runSampled(own, {gp}).get();
+            std::vector<runner::PendingTokens> drawn;
+            const auto d0 = Clock::now();
+            for (int k = 0; k < 50; ++k) {
+                if (!drawn.empty()) own.deviceTokenIds = drawn.back().onDevice();
+                drawn.push_back(sampled.runSampled(own, {gp}));
+            }
+            (void)drawn.back().get();
+            std::printf("- batch 1, chain graph drawing its own token (the engine's path), queued back to back: %.3f ms per step\n",
+                        msSince(d0) / 50);
+        }
+        std::printf("\n");
     }
     if (device.is_cuda()) visionBackends(vision, must(preprocessImage(image, config.preprocess), "preprocess"));
     if (device.is_cuda() && gpu::cudaGraphsAvailable())

@@ -249,3 +249,54 @@ LECTOR_TEST(deviceSamplerMatchesTheHostSamplerWithPenalty)
     const int again = sampler.acquireRow();
     LECTOR_CHECK_EQ(again, rows[0]);
 }
+
+// The sampler's fixed capacity and the pieces a decode graph draws with: past `capacity` sequences
+// acquireRow() says no (the backend then draws on the host); packed parameters for more rows than
+// sequences draw greedily from a spare row and leave every sequence's presence row alone.
+LECTOR_TEST(deviceSamplerPadsGraphRowsWithASpareRow)
+{
+    c10::InferenceMode guard;
+    const int vocab = 97;
+    runner::DeviceSampler sampler(vocab, at::kCPU, /*capacity=*/2);
+    const int a = sampler.acquireRow(), b = sampler.acquireRow();
+    LECTOR_CHECK(a >= 0 && b >= 0 && a != b);
+    LECTOR_CHECK_EQ(sampler.acquireRow(), -1);
+    sampler.releaseRow(b);
+    LECTOR_CHECK_EQ(sampler.acquireRow(), b);
+
+    // Sequence a has id 5 in its history, so the penalty of 100 sends it to its second best, 6. The two
+    // padding rows' best ids are 11 and 12 (greedy, no penalty).
+    sampler.resetRow(a, {5});
+    at::Tensor logits = at::zeros({3, vocab}, at::kFloat);
+    logits[0][5] = 1.0f;
+    logits[0][6] = 0.5f;
+    logits[1][11] = 1.0f;
+    logits[2][12] = 1.0f;
+    runner::DeviceSampling d;
+    d.row = a;
+    d.repetitionPenalty = 100.0f;
+    const std::int64_t rows = 3;
+    at::Tensor packed = at::zeros({runner::DeviceSampler::packedBytes(rows)}, at::kByte);
+    sampler.pack({d}, rows, packed.data_ptr<std::uint8_t>());
+    at::Tensor tokens = at::full({rows}, -1, at::kLong);
+    sampler.launch(tokens, logits, packed, at::Tensor());
+    LECTOR_CHECK_EQ(tokens[0].item<std::int64_t>(), 6);
+    LECTOR_CHECK_EQ(tokens[1].item<std::int64_t>(), 11);
+    LECTOR_CHECK_EQ(tokens[2].item<std::int64_t>(), 12);
+    // a's row now holds 5 and its new 6; b's row stays empty whatever the padding rows drew.
+    const auto pending = runner::DeviceSampler::copyToHost(tokens);
+    LECTOR_CHECK(pending.onDevice().data_ptr() == tokens.data_ptr());
+    at::Tensor again = at::zeros({1, vocab}, at::kFloat);
+    again[0][11] = 1.0f;
+    again[0][12] = 0.9f;
+    runner::DeviceSampling e;
+    e.row = b;
+    e.repetitionPenalty = 100.0f;
+    const std::int64_t fromB = sampler.sample(again, {e}).at(0);
+    LECTOR_CHECK_EQ(fromB, 11);  // 11 not penalised: b never saw it
+    at::Tensor third = at::zeros({1, vocab}, at::kFloat);
+    third[0][6] = 1.0f;
+    third[0][7] = 0.5f;
+    const std::int64_t fromA = sampler.sample(third, {d}).at(0);
+    LECTOR_CHECK_EQ(fromA, 7);  // a's 6 was marked by the packed draw
+}
