@@ -143,10 +143,36 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
         pixelValues.size(1) != m_config.numChannels * p * p)
         throw std::invalid_argument("VisionEncoder: pixel values do not match grid " + std::to_string(gridH) + "x" +
                                     std::to_string(gridW));
-    const auto pv = pixelValues.to(m_device, m_dtype);
+    // From host memory to a GPU: converted to the model dtype into pinned memory, then copied
+    // asynchronously (half the bytes of float32 at full speed). A plain .to(device, dtype) converts into
+    // pageable memory and copies synchronously: over a millisecond per page, host and device waiting.
+    // The conversion rounds as the device's would.
+    at::Tensor pv = pixelValues;
+    if (pv.is_cpu() && m_device.is_cuda()) {
+        at::Tensor staged = at::empty(pv.sizes(), at::TensorOptions().dtype(m_dtype).pinned_memory(true));
+        staged.copy_(pv);
+        pv = staged.to(m_device, /*non_blocking=*/true);  // the caching host allocator keeps `staged` until then
+    }
+    pv = pv.to(m_device, m_dtype);
     const auto e = at::linear(pv, m_patchW, m_patchB);  // [N, hidden]
-    // The position table is interpolated in float32, then cast to the model dtype (spec §3.2).
-    return e + interpolatePositionTable(m_posTable, gridH, gridW, m_config.posEmbedPlusTenth).to(m_dtype);
+    return e + positionEmbedding(gridH, gridW);
+}
+
+at::Tensor VisionEncoder::positionEmbedding(int gridH, int gridW) const
+{
+    // Pages of a batch mostly share a grid (a 1024x1024 page is always 64x64), and the interpolation
+    // is a dozen small operations with host-to-device copies of its indices and weights: keep the last
+    // few grids' results.
+    constexpr size_t kCachedGrids = 4;
+    const std::lock_guard<std::mutex> lock(m_positions->mutex);
+    auto& grids = m_positions->grids;
+    for (const auto& [grid, table] : grids)
+        if (grid == std::make_pair(gridH, gridW)) return table;
+    // Interpolated in float32, then cast to the model dtype (spec §3.2).
+    at::Tensor table = interpolatePositionTable(m_posTable, gridH, gridW, m_config.posEmbedPlusTenth).to(m_dtype);
+    if (grids.size() == kCachedGrids) grids.erase(grids.begin());
+    grids.emplace_back(std::make_pair(gridH, gridW), table);
+    return table;
 }
 
 at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const

@@ -9,6 +9,9 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/common/result.h"
@@ -73,6 +76,8 @@ private:
     };
     // [sum N, hidden] -> [sum N, hidden], attention inside each image of `lengths`.
     at::Tensor attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const;
+    // The interpolated position table for a grid, [gridH * gridW, hidden] in the model dtype (cached).
+    at::Tensor positionEmbedding(int gridH, int gridW) const;
     // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection).
     at::Tensor attendOneImage(const at::Tensor& qkvRows) const;
 
@@ -85,6 +90,12 @@ private:
     at::Tensor m_posTable;  // [G, G, hidden] float32: the learned table without its extra (CLS) rows
     std::vector<Block> m_blocks;
     PerceiveMerger m_merger;
+    // positionEmbedding()'s recent grids, oldest first; copies of the encoder (same weights) share it.
+    struct PositionCache {
+        std::mutex mutex;
+        std::vector<std::pair<std::pair<int, int>, at::Tensor>> grids;
+    };
+    std::shared_ptr<PositionCache> m_positions = std::make_shared<PositionCache>();
 };
 
 }  // namespace lector::model::hunyuan
