@@ -6,3 +6,4 @@ target_sources(lector_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/perceive.cpp
   ${CMAKE_CURRENT_LIST_DIR}/vision_tower.cpp
 )
+lector_openmp_sources(${CMAKE_CURRENT_LIST_DIR}/preprocess.cpp)  # at::parallel_for
