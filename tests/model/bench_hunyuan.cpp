@@ -320,9 +320,8 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         // Greedy (no penalty, like the reference) through decode steps: graph replays on CUDA. Each step
         // reads its input id from the device (RunnerStep::deviceTokenIds, as the engine's overlapped steps
         // do); the host's copy of the id is deliberately wrong, so a step that read it would split off.
-        at::Tensor last = logits.argmax().view({1});
-        std::vector<std::int64_t> ids{last.item<std::int64_t>()};
-        for (int k = 1; k < gen; ++k) {
+        // Greedy step k (k >= 1) of the page: its input id on the device, a wrong one on the host.
+        auto greedyStep = [&](int k, std::int64_t previous, const at::Tensor& onDevice) {
             runner::RunnerStep step;
             runner::RunnerSequence d;
             d.numNew = 1;
@@ -330,10 +329,15 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
             d.blocks = s.blocks;
             d.sample = true;
             step.seqs.push_back(d);
-            step.tokenIds.push_back(ids.back() + 1);
-            step.deviceTokenIds = last;
+            step.tokenIds.push_back(previous + 1);
+            step.deviceTokenIds = onDevice;
             for (int a = 0; a < numAxes; ++a) step.positions.push_back(d.past);
-            last = graphed.run(step).flatten().argmax().view({1});
+            return step;
+        };
+        at::Tensor last = logits.argmax().view({1});
+        std::vector<std::int64_t> ids{last.item<std::int64_t>()};
+        for (int k = 1; k < gen; ++k) {
+            last = graphed.run(greedyStep(k, ids.back(), last)).flatten().argmax().view({1});
             ids.push_back(last.item<std::int64_t>());
         }
         const auto refGreedy = file->tensor("greedy_ids").to(at::kLong);
@@ -359,16 +363,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         runner::PendingTokens drawn = graphSampler.sampleAsync(sampled.run(prefill), {g});
         std::vector<std::int64_t> inGraph{drawn.get().at(0)};
         for (int k = 1; k < gen; ++k) {
-            runner::RunnerStep step;
-            runner::RunnerSequence d;
-            d.numNew = 1;
-            d.past = L + k - 1;
-            d.blocks = s.blocks;
-            d.sample = true;
-            step.seqs.push_back(d);
-            step.tokenIds.push_back(inGraph.back() + 1);
-            step.deviceTokenIds = drawn.onDevice();
-            for (int a = 0; a < numAxes; ++a) step.positions.push_back(d.past);
+            const runner::RunnerStep step = greedyStep(k, inGraph.back(), drawn.onDevice());
             if (!sampled.samplesInGraph(step)) break;  // no graphs (CPU, or graphs unavailable)
             drawn = sampled.runSampled(step, {g});
             inGraph.push_back(drawn.get().at(0));
