@@ -60,6 +60,36 @@ double toDouble(uint16_t b, gpu::DType t)
 
 void upload(Buffer& b, const void* src, size_t bytes) { check(cudaMemcpy(b.ptr, src, bytes, cudaMemcpyHostToDevice), "upload"); }
 
+// One call as launchSkinnyGemm and skinnyGemmRef take it: rows x [n, k], weight, out and residual rows
+// dense, x rows xStride apart; with normWeight the add + RMSNorm prologue (residualIn -> residualOut).
+gpu::SkinnyGemmParams skinnyParams(gpu::DType t, gpu::SkinnyEngine engine, int split, int rows, int n, int k,
+                                   int64_t xStride, bool silu, bool outFloat, void* out, const void* x,
+                                   const void* weight, const void* normWeight = nullptr,
+                                   const void* residualIn = nullptr, void* residualOut = nullptr)
+{
+    gpu::SkinnyGemmParams p;
+    p.dtype = t;
+    p.engine = engine;
+    p.splitK = split;
+    p.rows = rows;
+    p.n = n;
+    p.k = k;
+    p.out = out;
+    p.x = x;
+    p.weight = weight;
+    p.xStride = xStride;
+    p.weightStride = k;
+    p.outStride = n;
+    p.siluMulInput = silu;
+    p.outFloat = outFloat;
+    p.eps = 1e-5f;
+    p.normWeight = normWeight;
+    p.residualIn = residualIn;
+    p.residualOut = residualOut;
+    p.residualStride = k;
+    return p;
+}
+
 // --- correctness ---
 
 struct Case {
@@ -80,31 +110,12 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
     const size_t outElems = size_t(c.rows) * c.n, outBytes = outElems * (c.outFloat ? 4 : 2);
     std::vector<uint8_t> wantOut(outBytes), gotOut(outBytes), wantRes(res.size() * 2), gotRes(res.size() * 2);
 
-    gpu::SkinnyGemmParams p;
-    p.dtype = t;
-    p.engine = engine;
-    p.splitK = c.split;
-    p.rows = c.rows;
-    p.n = c.n;
-    p.k = c.k;
-    p.xStride = xStride;
-    p.weightStride = c.k;
-    p.outStride = c.n;
-    p.siluMulInput = c.silu;
-    p.outFloat = c.outFloat;
-    p.eps = 1e-5f;
-    p.residualStride = c.k;
+    auto params = [&](void* out, const void* xp, const void* wp, const void* nwp, const void* resIn, void* resOut) {
+        return skinnyParams(t, engine, c.split, c.rows, c.n, c.k, xStride, c.silu, c.outFloat, out, xp, wp,
+                            c.norm ? nwp : nullptr, c.norm ? resIn : nullptr, c.norm ? resOut : nullptr);
+    };
     // Reference on the host.
-    gpu::SkinnyGemmParams h = p;
-    h.x = x.data();
-    h.weight = w.data();
-    h.out = wantOut.data();
-    if (c.norm) {
-        h.normWeight = nw.data();
-        h.residualIn = res.data();
-        h.residualOut = wantRes.data();
-    }
-    gpu::ref::skinnyGemmRef(h);
+    gpu::ref::skinnyGemmRef(params(wantOut.data(), x.data(), w.data(), nw.data(), res.data(), wantRes.data()));
     // Kernel.
     Buffer dx(x.size() * 2), dw(w.size() * 2), dres(res.size() * 2), dresOut(res.size() * 2), dnw(nw.size() * 2),
         dout(outBytes);
@@ -114,16 +125,7 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
     upload(dnw, nw.data(), dnw.bytes);
     check(cudaMemset(dout.ptr, 0xff, outBytes), "memset");  // NaN everywhere the kernel must write
     check(cudaMemset(dresOut.ptr, 0xff, dresOut.bytes), "memset");
-    gpu::SkinnyGemmParams d = p;
-    d.x = dx.ptr;
-    d.weight = dw.ptr;
-    d.out = dout.ptr;
-    if (c.norm) {
-        d.normWeight = dnw.ptr;
-        d.residualIn = dres.ptr;
-        d.residualOut = dresOut.ptr;
-    }
-    check(gpu::launchSkinnyGemm(d, nullptr), "launch");
+    check(gpu::launchSkinnyGemm(params(dout.ptr, dx.ptr, dw.ptr, dnw.ptr, dres.ptr, dresOut.ptr), nullptr), "launch");
     check(cudaDeviceSynchronize(), "kernel");
     check(cudaMemcpy(gotOut.data(), dout.ptr, outBytes, cudaMemcpyDeviceToHost), "download");
     check(cudaMemcpy(gotRes.data(), dresOut.ptr, gotRes.size(), cudaMemcpyDeviceToHost), "download");
@@ -263,28 +265,12 @@ int main()
         check(cudaMemset(nw.ptr, 0x3c, nw.bytes), "memset");  // 0x3c3c: about 1.06 in float16
         for (int rows : {1, 2, 4, 8, 16, 32, 64}) {
             auto ours = [&](gpu::SkinnyEngine e, int split) {
+                gpu::SkinnyGemmParams p =
+                    skinnyParams(gpu::DType::F16, e, split, rows, pr.n, pr.k, xWidth, pr.silu, pr.outFloat, out.ptr,
+                                 x.ptr, nullptr, pr.norm ? nw.ptr : nullptr, pr.norm ? res.ptr : nullptr,
+                                 pr.norm ? res2.ptr : nullptr);
                 return graphMicros(stream, [&](int i) {
-                    gpu::SkinnyGemmParams p;
-                    p.dtype = gpu::DType::F16;
-                    p.engine = e;
-                    p.splitK = split;
-                    p.out = out.ptr;
-                    p.x = x.ptr;
-                    p.weight = ws[i % copies]->ptr;
-                    p.outStride = pr.n;
-                    p.xStride = xWidth;
-                    p.weightStride = pr.k;
-                    p.rows = rows;
-                    p.n = pr.n;
-                    p.k = pr.k;
-                    p.siluMulInput = pr.silu;
-                    p.outFloat = pr.outFloat;
-                    if (pr.norm) {
-                        p.normWeight = nw.ptr;
-                        p.residualIn = res.ptr;
-                        p.residualOut = res2.ptr;
-                        p.residualStride = pr.k;
-                    }
+                    p.weight = ws[i % copies]->ptr;  // a cold copy each call
                     return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
                 });
             };
