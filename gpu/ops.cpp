@@ -200,17 +200,36 @@ void writeKvCache(const at::Tensor& keyCache, const at::Tensor& valueCache, cons
 
 // --- attention ---
 
-int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,
-                                    const c10::Device& device)
+namespace {
+
+int multiProcessors(const c10::Device& device, const char* op)
 {
     int numSms = 132;  // H100/H200; only the CPU path lands here without a device query
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
     if (device.is_cuda()) {
         const int index = device.has_index() ? device.index() : 0;
-        TORCH_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, index) == cudaSuccess,
-                    "pagedAttentionPartitionSize: cannot query ", device);
+        TORCH_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, index) == cudaSuccess, op,
+                    ": cannot query ", device);
     }
+#else
+    (void)device, (void)op;
 #endif
+    return numSms;
+}
+
+}  // namespace
+
+int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device)
+{
+    return pagedDecodeRowPartitions(static_cast<int>(std::min<int64_t>(numRows, 1 << 30)),
+                                    static_cast<int>(std::min<int64_t>(numKvHeads, 1 << 30)),
+                                    multiProcessors(device, "pagedDecodeRowPartitions"));
+}
+
+int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,
+                                    const c10::Device& device)
+{
+    const int numSms = multiProcessors(device, "pagedAttentionPartitionSize");
     return choosePagedDecodePartitionSize(static_cast<int>(std::min<int64_t>(numRows, 1 << 30)),
                                           static_cast<int>(numKvHeads),
                                           static_cast<int>(std::min<int64_t>(maxContextLen, 1 << 30)), numSms);
@@ -239,7 +258,7 @@ int64_t pagedDecodeClusterPartitions(const at::Tensor& keyCache, int64_t numQHea
 void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
                           const at::Tensor& valueCache, const at::Tensor& blockTable,
                           const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize,
-                          int64_t clusterPartitions)
+                          int64_t clusterPartitions, int64_t rowPartitions)
 {
     const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
@@ -275,7 +294,11 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
     p.headDim = toInt(headDim, op, "headDim");
     p.numBlocks = toInt(keyCache.size(0), op, "numBlocks");
     p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
-    if (clusterPartitions > 0) {
+    TORCH_CHECK(rowPartitions >= 0 && rowPartitions <= kDecodeMaxRowPartitions && !(rowPartitions > 0 && clusterPartitions > 0),
+                op, ": rowPartitions ", rowPartitions, " must be 0..", kDecodeMaxRowPartitions, ", without clusterPartitions");
+    if (rowPartitions > 0) {
+        p.rowPartitions = int(rowPartitions);
+    } else if (clusterPartitions > 0) {
         TORCH_CHECK(clusterPartitions >= 2 && clusterPartitions <= kDecodeMaxClusterPartitions, op,
                     ": clusterPartitions ", clusterPartitions, " must be 2..", kDecodeMaxClusterPartitions);
         TORCH_CHECK(pagedDecodeClusterPartitionLen(p.maxContextLen, int(clusterPartitions)) <= kDecodeMaxPartition, op,
@@ -286,10 +309,8 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
                                                    : pagedAttentionPartitionSize(numSeqs, numKvHeads, maxContextLen,
                                                                                  query.device()),
                                 op, "partitionSize");
-        TORCH_CHECK(p.partitionSize % kKvBlockSize == 0 && p.partitionSize <= kDecodeMaxPartition &&
-                        (p.partitionSize > 0 || maxContextLen <= kDecodeMaxPartition),
-                    op, ": partitionSize ", p.partitionSize, " must be a multiple of ", kKvBlockSize, " up to ",
-                    kDecodeMaxPartition, " (0 only for contexts up to ", kDecodeMaxPartition, ")");
+        TORCH_CHECK(p.partitionSize >= 0 && p.partitionSize % kKvBlockSize == 0, op, ": partitionSize ",
+                    p.partitionSize, " must be a multiple of ", kKvBlockSize);
     }
     p.scale = static_cast<float>(scale);
     at::Tensor workspace;

@@ -44,14 +44,21 @@ int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t
 // clusterPartitions > 0 (CUDA, sm_90; what pagedDecodeClusterPartitions() returned): that many partitions
 // per sequence, sharing out its own context and merged through distributed shared memory, instead of
 // partitionSize (a device that cannot run the cluster fails the launch: ask first, outside graph capture);
-// the CPU reference computes the same attention either way.
+// rowPartitions > 0 instead: that many split-K partitions per sequence, equal shares of its own context
+// (fewer where it has fewer blocks), merged by the last to finish; the grid does not grow with
+// maxContextLen. The CPU reference computes the same attention whichever split.
 // Under PDL (sm_90+) short partitions read the cache before the previous kernel on the stream has
 // finished: that kernel may write only each sequence's newest token (slot contextLens[s] - 1), as the
 // decoder's QK-norm/RoPE + KV write does; anything else must be written before it.
 void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
                           const at::Tensor& valueCache, const at::Tensor& blockTable,
                           const at::Tensor& contextLens, int64_t maxContextLen, double scale,
-                          int64_t partitionSize = -1, int64_t clusterPartitions = 0);
+                          int64_t partitionSize = -1, int64_t clusterPartitions = 0, int64_t rowPartitions = 0);
+
+// Row partitions (pagedDecodeAttention's rowPartitions) for decode steps of numRows sequences on
+// `device`: about one wave of the one-pass kernel's CTAs whatever the context (gpu/kernels/
+// paged_decode_attention.cuh, pagedDecodeRowPartitions).
+int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device);
 
 // The largest cluster of at most `wanted` (16, 8, 4, 2) partitions pagedDecodeAttention can run on
 // keyCache's device for numQHeads query heads and contexts up to maxContextLen; 0 on the CPU, before sm_90,

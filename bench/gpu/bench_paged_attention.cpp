@@ -2,7 +2,8 @@
 // measured device-to-device copy bandwidth; paged decode attention at batch 64, context 4096,
 // 16 query / 8 KV heads of 128 (float16 and bfloat16; block ids shuffled) as achieved bandwidth
 // against that copy, and against libtorch's scaled-dot-product attention on a contiguous cache; then
-// decode at the HunyuanOCR page context (1076), prefill of 1076-token prompts, and the small
+// decode at the HunyuanOCR page context (1076), decode at batch 16 to 128 under a graph's 8192-token
+// bound by split (partition sizes, row partitions), prefill of 1076-token prompts, and the small
 // kernels against naive libtorch. CUDA events around each call, warm-up first, median of 20.
 // Usage: bench_paged_attention [results.md]. Needs a CUDA build of libtorch (run by run_gpu.sh).
 #include <ATen/ATen.h>
@@ -210,6 +211,51 @@ void pageContextTable(Report& r)
     }
 }
 
+// Decode attention as the engine's graphs launch it: the grid sized for 8192 tokens of context (the
+// graphs' bound), batches of 16 to 128 at the page's context and a longer one, one split-K partition
+// size per column. Microseconds per call over 20 back-to-back calls (launch gaps amortised), and the
+// share of copy bandwidth the K/V reads reach.
+void graphBoundTable(Report& r, double copyBw)
+{
+    constexpr int kBound = 8192;
+    const std::vector<int64_t> partitions{256, 512, 1024, 2048};
+    r.line("");
+    r.line("### Decode attention under a graph's 8192-token bound, fp16: us per call (of copy bandwidth)");
+    r.line("");
+    std::string head = "| batch | context |", rule = "|---|---|";
+    for (int64_t p : partitions) head += " partition " + std::to_string(p) + " |", rule += "---|";
+    head += " row partitions (the graphs' choice) |", rule += "---|";
+    r.line(head);
+    r.line(rule);
+    const double scale = 1.0 / std::sqrt(128.0);
+    for (int batch : {16, 32, 64, 128}) {
+        for (int context : {1076, 1332}) {
+            const PagedCase c(batch, context, at::kHalf);
+            const at::Tensor table = at::cat(
+                {c.blockTable, at::zeros({batch, kBound / lector::gpu::kKvBlockSize - c.blockTable.size(1)},
+                                         c.blockTable.options())},
+                1);
+            const at::Tensor out = at::empty_like(c.query);
+            std::string line = fmt("| %.0f | %.0f |", batch, context);
+            auto time = [&](int64_t partition, int64_t rowParts) {
+                const double ms = medianMs([&] {
+                                      for (int i = 0; i < 20; ++i)
+                                          lector::gpu::pagedDecodeAttention(out, c.query, c.keyCache, c.valueCache,
+                                                                            table, c.contextLens, kBound, scale,
+                                                                            partition, 0, rowParts);
+                                  }) /
+                                  20;
+                line += fmt(" %.1f (%.0f%%) |", ms * 1e3, 100.0 * c.kvBytes() / (ms * 1e-3) / copyBw);
+            };
+            for (int64_t partition : partitions) time(partition, 0);
+            const int64_t rowParts = lector::gpu::pagedDecodeRowPartitions(batch, 8, c.query.device());
+            time(-1, rowParts);
+            line.insert(line.size() - 2, fmt(", %.0f", rowParts));
+            r.line(line);
+        }
+    }
+}
+
 void smallKernelsTable(Report& r)
 {
     r.line("");
@@ -321,6 +367,7 @@ int main(int argc, char** argv)
     const double copyBw = copyBandwidth(r);
     decodeTable(r, copyBw);
     pageContextTable(r);
+    graphBoundTable(r, copyBw);
     smallKernelsTable(r);
     if (argc > 1) std::ofstream(argv[1]) << r.md.str();
     return 0;

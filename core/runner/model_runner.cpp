@@ -21,11 +21,14 @@ namespace hy = model::hunyuan;
 
 namespace {
 
-constexpr int kGraphPartitionSmall = 64;   // split-K partition for graphed decodes of few sequences (kPrefetch)
-constexpr int kGraphPartitionMedium = 256;  // ... up to 64 sequences (H200, batch 32: 48 us vs 53 at 512)
-// ... and above: the graph's grid covers 8192 tokens of context, so at 96-256 sequences most of its CTAs
-// have nothing to do (run 10: 9.03 ms graphed vs 8.63 eager at 256); longer partitions launch fewer.
-constexpr int kGraphPartitionLarge = 1024;
+// Split-K partition for graphed decodes of up to kGraphSmallBatch sequences: 64 keys, the variant that
+// loads K and V before waiting for the previous kernel. Larger graphs split each sequence's own context
+// into gpu::pagedDecodeRowPartitions() equal shares instead: the graph's grid then covers any context
+// up to its 8192-token bound with about one wave of CTAs and none empty (H200, context 1076: batch 32
+// 44.7 us a layer against 46.0 with the fixed 256-key partitions before, the batch-64 step 2.95 against
+// 3.17 ms; perf.md calls 56-58).
+constexpr int kGraphPartitionSmall = 64;
+constexpr int kGraphSmallBatch = 8;
 // Partitions per sequence of the cluster merge (RunnerOptions::attentionClusterMaxBatch): 16 CTAs per KV
 // head, 128 CTAs for one sequence of the decoder's 8 KV heads, about one per SM of an H200.
 constexpr int kGraphClusterPartitions = 16;
@@ -261,7 +264,8 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
                                valueCache, meta.slots);
         if (meta.decodeOnly) {
             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
-                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts);
+                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
+                                      m_decodeRowParts);
         } else {
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
@@ -529,11 +533,13 @@ at::Tensor ModelRunner::run(const RunnerStep& step)
 
 void ModelRunner::useGraphAttention(int batch)
 {
-    m_decodePartition = batch <= 8 ? kGraphPartitionSmall : batch <= 64 ? kGraphPartitionMedium : kGraphPartitionLarge;
+    const model::hunyuan::TextConfig& c = m_decoder.config();
+    m_decodePartition = kGraphPartitionSmall;
+    m_decodeRowParts =
+        batch <= kGraphSmallBatch ? 0 : gpu::pagedDecodeRowPartitions(batch, c.numKvHeads, m_decoder.device());
     m_decodeClusterParts = 0;
     if (batch > m_options.attentionClusterMaxBatch) return;
     if (m_graphClusterParts < 0) {
-        const model::hunyuan::TextConfig& c = m_decoder.config();
         const at::Tensor keyCache = m_kv.keys(0).view({-1, m_kv.blockSize(), c.numKvHeads, c.headDim});
         m_graphClusterParts = gpu::pagedDecodeClusterPartitions(keyCache, c.numHeads, graphMaxBlocks() * m_kv.blockSize(),
                                                                 kGraphClusterPartitions);
@@ -544,6 +550,7 @@ void ModelRunner::useGraphAttention(int batch)
 void ModelRunner::useEagerAttention()
 {
     m_decodePartition = -1;
+    m_decodeRowParts = 0;
     m_decodeClusterParts = 0;
 }
 

@@ -166,6 +166,7 @@ private:
     double m_scale = 1.0;
     std::int64_t m_decodePartition = -1;  // split-K partition of decode attention: -1 automatic (eager steps)
     std::int64_t m_decodeClusterParts = 0;  // > 0: the cluster merge with this many partitions instead
+    std::int64_t m_decodeRowParts = 0;      // > 0: this many equal shares of each sequence's context instead
     std::int64_t m_graphClusterParts = -1;  // what the device runs for the graphs' contexts; -1 not asked yet
     std::vector<at::Tensor> m_transposed[kNumProjections];  // per layer [in, out]; empty: at::linear as stored
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined

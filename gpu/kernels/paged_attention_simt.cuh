@@ -5,11 +5,22 @@
 //
 // Inside a CTA: 4 warps take the partition's KV blocks round-robin; in a warp each token is read by
 // D / kVec lanes with one 16-byte load each (two tokens per warp step for 16-bit types), all 16
-// tokens of a block loaded before the first use. Pass 1 writes scaled logits to shared memory,
-// then the block finds max and sum, pass 2 reads V and accumulates p * v in registers; warps merge
-// through shared memory. With several partitions the CTA stores its unnormalised output, max and
-// sum, and the last CTA of its (row, KV head) to finish merges them (flash-decoding without a second
-// kernel: a ticket counter per (row, KV head), returned to zero by that last CTA).
+// tokens of a block loaded before the first use. Partitions of more than one block per warp make one
+// pass (attendOnline): each warp loads a block's K and V together and keeps its own running max, sum
+// and p * v (online softmax), so each block costs one round trip to memory and the partition's
+// length is not bounded by shared memory. The short-partition and cluster variants, whose K and V are
+// mostly in registers before the wait, make two: pass 1 writes scaled logits to shared memory, the
+// block finds max and sum, pass 2 accumulates p * v. Warps merge through shared memory. With several
+// partitions the CTA stores its unnormalised output, max and sum, and the last CTA of its (row, KV
+// head) to finish merges them (flash-decoding without a second kernel: a ticket counter per (row, KV
+// head), returned to zero by that last CTA).
+//
+// Split-K partitions divide each row's own context into equal whole-block shares: a row of n blocks
+// takes ceil(n / (partitionLen / 16)) partitions of n / parts blocks (rounded), not partitionLen-key
+// partitions and a short last one, so the CTAs of a row finish together (at context 1076 and 256-key
+// partitions: five of 208-224 keys instead of four of 256 and one of 52). With rowPartitions P the
+// row takes min(P, n) shares whatever its length: the graphed steps of more than a few sequences,
+// whose grid then does not grow with the graph's context bound.
 //
 // Short partitions (one block per warp: the graphed decode steps of a few sequences) load K and V of
 // their blocks up front, before waiting for the previous kernel (kPreBlocks below).
@@ -55,6 +66,7 @@ struct SimtArgs {
     int numBlocks;
     int partitionLen;            // keys per CTA (multiple of kKvBlockSize); covers maxContextLen if unsplit
     int numPartitions;
+    int rowPartitions;           // > 0: each row takes min(rowPartitions, its blocks) equal shares (one pass)
     float scale;
 };
 
@@ -198,6 +210,135 @@ __device__ void mergePartitions(const SimtArgs& a, int row, int kvHead, int part
 // Partitions of at most this many keys (one block per warp) take the prefetching variant.
 constexpr int kPrefetchPartition = kAttnWarps * kKvBlockSize;
 
+// CTAs per SM the one-pass variant is built for. With 16-bit K/V and up to 2 query heads per KV head
+// (the decoder's GQA), kDecodeOnlineCtasPerSm = 4: at most 128 registers, so 16 warps per SM each keep
+// a block's K and V (8 KB) in flight. Left to itself the compiler takes 130 and fits 3, which was
+// slower from 512-key partitions up at batch 32-128 on an H200 (perf.md, device call 57). Larger
+// groups and float32 need more registers than that: the compiler's choice.
+template <class T, int G>
+constexpr int onlineMinCtas()
+{
+    return sizeof(T) == 2 && G <= 2 ? kDecodeOnlineCtasPerSm : 1;
+}
+
+// One pass over a partition's blocks with online softmax (the variant for partitions of more than one
+// block per warp). Each warp takes blocks warp, warp + kWarps, ...; it loads a block's K and V at
+// once, computes the block's logits, rescales its running p * v and sum to the new max, and adds the
+// block. Then the warps meet through shared memory: `partial` [kWarps, G, D] gets each warp's output
+// scaled to the CTA's max, and maxLogit / sum the CTA's max and sum of weights per query head, as the
+// two-pass path leaves them. Masked blocks (ids outside the pool) and keys past `end` weigh nothing;
+// their V is never multiplied (it may be NaN).
+template <class T, int D, int G, int kWarps>
+__device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>], const int32_t* table,
+                             int firstPage, int numPages, int end, const T* kHead, const T* vHead,
+                             int64_t tokenStride, float* partial, float* redMax, float* redSum, float (&maxLogit)[G],
+                             float (&sum)[G])
+{
+    constexpr int kVec = kVecElems<T>;
+    constexpr int kLanesPerToken = D / kVec;
+    constexpr int kTokensPerStep = 32 / kLanesPerToken;
+    constexpr int kSteps = kKvBlockSize / kTokensPerStep;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
+
+    float m[G], l[G], acc[G][kVec];  // m is warp-uniform; l and acc cover this lane's token group
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
+    }
+    for (int pg = warp; pg < numPages; pg += kWarps) {
+        const int page = firstPage + pg;
+        const int32_t block = table[page];
+        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
+        const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
+        uint4 kRaw[kSteps], vRaw[kSteps];
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) kRaw[s] = loadNc16(kHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) vRaw[s] = loadNc16(vHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+        float logit[kSteps][G];
+        float blockMax[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) blockMax[g] = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const Vec16<T> k = unpack16<T>(kRaw[s]);
+            const bool in = page * kKvBlockSize + s * kTokensPerStep + tokInStep < end;
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) dot = fmaf(q[g][e], k.v[e], dot);
+#pragma unroll
+                for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                logit[s][g] = in ? dot : -INFINITY;
+                blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int o = kLanesPerToken; o < 32; o <<= 1)
+                blockMax[g] = fmaxf(blockMax[g], __shfl_xor_sync(0xffffffffu, blockMax[g], o));
+            const float mNew = fmaxf(m[g], blockMax[g]);
+            const float ref = mNew == -INFINITY ? 0.0f : mNew;  // nothing seen yet: weights 0, not NaN
+            const float alpha = softmaxExp<T>(m[g] - ref);
+            l[g] *= alpha;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[g][e] *= alpha;
+            m[g] = mNew;
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) logit[s][g] = softmaxExp<T>(logit[s][g] - ref);  // -inf: 0
+        }
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            if (page * kKvBlockSize + s * kTokensPerStep + tokInStep >= end) continue;
+            const Vec16<T> v = unpack16<T>(vRaw[s]);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                l[g] += logit[s][g];
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(logit[s][g], v.v[e], acc[g][e]);
+            }
+        }
+    }
+    // Token groups of a warp step share dims and the warp's max: fold their sums and outputs.
+#pragma unroll
+    for (int o = kLanesPerToken; o < 32; o <<= 1)
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        }
+    if (lane == 0) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) redMax[warp * G + g] = m[g];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        maxLogit[g] = -INFINITY;
+        for (int w = 0; w < kWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
+        const float ref = maxLogit[g] == -INFINITY ? 0.0f : maxLogit[g];
+        const float f = softmaxExp<T>(m[g] - ref);  // this warp's share at the CTA's max (0 if it saw no key)
+        if (lane < kLanesPerToken) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) partial[(warp * G + g) * D + sub * kVec + e] = acc[g][e] * f;
+        }
+        if (lane == 0) redSum[warp * G + g] = l[g] * f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        sum[g] = 0.0f;
+        for (int w = 0; w < kWarps; ++w) sum[g] += redSum[w * G + g];
+    }
+}
+
 constexpr int kMaxClusterParts = kDecodeMaxClusterPartitions;  // non-portable above 8
 
 // The cluster variant's CTAs have 4 warps, each loading up to two blocks before the wait (16 partitions:
@@ -316,12 +457,16 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
 // row's newest token, so after the wait the lanes holding that token load it again. Prefill rows (many
 // new tokens) load after the wait. Blocks past the first kPreBlocks per warp load as they are used.
 // kCluster: the partitions are the CTAs of a cluster along z, split by the row's own context, and
-// merged by clusterMerge (decode rows only); otherwise fixed partitionLen partitions and the ticket.
+// merged by clusterMerge (decode rows only); otherwise split-K partitions (equal shares of the row's
+// context, bounded by partitionLen or counted by rowPartitions) merged through the ticket.
 template <class T, int D, int G, int kPreBlocks, bool kCluster>
-__global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pagedAttentionSimtKernel(SimtArgs a)
+__global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
+                                  kPreBlocks == 0 && !kCluster ? onlineMinCtas<T, G>() : 1)
+    pagedAttentionSimtKernel(SimtArgs a)
 {
     constexpr int kThreads = kCluster ? kClusterThreads : kAttnThreads;
     constexpr int kWarps = kThreads / 32;
+    constexpr bool kOnline = kPreBlocks == 0 && !kCluster;  // one pass, attendOnline
     if constexpr (kCluster) clusterArriveRelaxed();  // waited on in clusterMerge
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
@@ -333,12 +478,15 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
     // precede the step's first kernel: safe to read before the wait.
     const int row = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
     const RowInfo r = rowInfo(a, row);
-    int start = part * a.partitionLen, end = min(r.numKeys, start + a.partitionLen);
-    if constexpr (kCluster) {  // blocks [part * n / P, (part + 1) * n / P) of the row's n blocks
-        const int64_t n = ceilDiv(r.numKeys, kKvBlockSize), parts = gridDim.z;
-        start = int(part * n / parts) * kKvBlockSize;
-        end = min(r.numKeys, int((part + 1) * n / parts) * kKvBlockSize);
-    }
+    // Blocks [part * n / P, (part + 1) * n / P) of the row's n blocks: P is the cluster's size, the row
+    // partitions (at most one per block), or the partitions of at most partitionLen keys the row needs
+    // (the grid's later partitions get no keys).
+    const int n = (r.numKeys + kKvBlockSize - 1) / kKvBlockSize;
+    const int rowParts = kCluster               ? int(gridDim.z)
+                         : a.rowPartitions > 0 ? min(a.rowPartitions, n)
+                             : (n + a.partitionLen / kKvBlockSize - 1) / (a.partitionLen / kKvBlockSize);
+    const int start = part < rowParts ? part * n / rowParts * kKvBlockSize : r.numKeys;
+    const int end = part < rowParts ? min(r.numKeys, (part + 1) * n / rowParts * kKvBlockSize) : r.numKeys;
     const int numTok = end - start;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
@@ -388,7 +536,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
 
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
     extern __shared__ float smem[];
-    const int mainFloats = max(G * a.partitionLen, kWarps * G * D);
+    const int mainFloats = kOnline ? kWarps * G * D : max(G * a.partitionLen, kWarps * G * D);
     float* logits = smem;                 // [G, partitionLen], then p = exp(logit - max)
     float* redMax = smem + mainFloats;    // [kWarps, G]
     float* redSum = redMax + kWarps * G;  // [kWarps, G]
@@ -415,146 +563,152 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
         for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
     }
 
-    // --- pass 1: logits ---
-    float localMax[G];
+    float maxLogit[G], sum[G];
+    float* partial = smem;  // [kWarps, G, D]: each warp's unnormalised output at the CTA's max
+    if constexpr (kOnline) {
+        attendOnline<T, D, G, kWarps>(a, q, table, firstPage, numPages, end, kHead, vHead, tokenStride, partial, redMax,
+                                      redSum, maxLogit, sum);
+    } else {
+        // --- pass 1: logits ---
+        float localMax[G];
 #pragma unroll
-    for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
-    for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
-        const int page = firstPage + pg;
-        uint4 raw[kSteps];
-        bool valid = false;
-        if (kPreBlocks > 0 && j < kPreBlocks) {
+        for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
+        for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
+            const int page = firstPage + pg;
+            uint4 raw[kSteps];
+            bool valid = false;
+            if (kPreBlocks > 0 && j < kPreBlocks) {
 #pragma unroll
-            for (int jj = 0; jj < kPre; ++jj) {  // registers stay registers: select, not index
-                if (jj != j) continue;
-                valid = preValid[jj];
+                for (int jj = 0; jj < kPre; ++jj) {  // registers stay registers: select, not index
+                    if (jj != j) continue;
+                    valid = preValid[jj];
 #pragma unroll
-                for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kReg[jj][s] : make_uint4(0, 0, 0, 0);
+                    for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kReg[jj][s] : make_uint4(0, 0, 0, 0);
+                }
+            } else {
+                const int32_t block = table[page];
+                valid = block >= 0 && block < a.numBlocks;  // warp-uniform
+                const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s)
+                    raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride)
+                                   : make_uint4(0, 0, 0, 0);
             }
-        } else {
-            const int32_t block = table[page];
-            valid = block >= 0 && block < a.numBlocks;  // warp-uniform
-            const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
 #pragma unroll
-            for (int s = 0; s < kSteps; ++s)
-                raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride)
-                               : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-            const Vec16<T> k = unpack16<T>(raw[s]);
-            float dot[G];
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                dot[g] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
-#pragma unroll
-                for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-            }
-            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
-            if (t < end) {
+            for (int s = 0; s < kSteps; ++s) {
+                const Vec16<T> k = unpack16<T>(raw[s]);
+                float dot[G];
 #pragma unroll
                 for (int g = 0; g < G; ++g) {
-                    const float l = valid ? dot[g] : -INFINITY;
-                    if (sub == 0) logits[g * a.partitionLen + t - start] = l;
-                    localMax[g] = fmaxf(localMax[g], l);
+                    dot[g] = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
+#pragma unroll
+                    for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                }
+                const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
+                if (t < end) {
+#pragma unroll
+                    for (int g = 0; g < G; ++g) {
+                        const float l = valid ? dot[g] : -INFINITY;
+                        if (sub == 0) logits[g * a.partitionLen + t - start] = l;
+                        localMax[g] = fmaxf(localMax[g], l);
+                    }
                 }
             }
         }
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const float m = warpMax(localMax[g]);
-        if (lane == 0) redMax[warp * G + g] = m;
-    }
-    __syncthreads();
-
-    // --- softmax weights ---
-    float maxLogit[G], base[G], sum[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        maxLogit[g] = -INFINITY;
-        for (int w = 0; w < kWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
-        base[g] = maxLogit[g] == -INFINITY ? 0.0f : maxLogit[g];  // all keys invalid: weights 0, not NaN
-        sum[g] = 0.0f;
-    }
-    for (int i = threadIdx.x; i < numTok; i += kThreads) {
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-            const float p = softmaxExp<T>(logits[g * a.partitionLen + i] - base[g]);
-            logits[g * a.partitionLen + i] = p;
-            sum[g] += p;
+            const float m = warpMax(localMax[g]);
+            if (lane == 0) redMax[warp * G + g] = m;
         }
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const float s = warpSum(sum[g]);
-        if (lane == 0) redSum[warp * G + g] = s;
-    }
-    __syncthreads();  // also publishes the weights written above
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        sum[g] = 0.0f;
-        for (int w = 0; w < kWarps; ++w) sum[g] += redSum[w * G + g];
-    }
+        __syncthreads();
 
-    // --- pass 2: p * V ---
-    float acc[G][kVec];
+        // --- softmax weights ---
+        float base[G];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-    for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
-        const int page = firstPage + pg;
-        uint4 raw[kSteps];
-        if (kPreBlocks > 0 && j < kPreBlocks) {
-            bool valid = false;
-#pragma unroll
-            for (int jj = 0; jj < kPre; ++jj) {
-                if (jj != j) continue;
-                valid = preValid[jj];
-#pragma unroll
-                for (int s = 0; s < kSteps; ++s) raw[s] = vReg[jj][s];
-            }
-            if (!valid) continue;  // warp-uniform; its weights are 0
-        } else {
-            const int32_t block = table[page];
-            if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
-            const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
-#pragma unroll
-            for (int s = 0; s < kSteps; ++s)
-                raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+        for (int g = 0; g < G; ++g) {
+            maxLogit[g] = -INFINITY;
+            for (int w = 0; w < kWarps; ++w) maxLogit[g] = fmaxf(maxLogit[g], redMax[w * G + g]);
+            base[g] = maxLogit[g] == -INFINITY ? 0.0f : maxLogit[g];  // all keys invalid: weights 0, not NaN
+            sum[g] = 0.0f;
         }
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-            const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
-            if (t >= end) continue;  // never multiply garbage past the context (it may be NaN)
-            const Vec16<T> v = unpack16<T>(raw[s]);
+        for (int i = threadIdx.x; i < numTok; i += kThreads) {
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-                const float p = logits[g * a.partitionLen + t - start];
-#pragma unroll
-                for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(p, v.v[e], acc[g][e]);
+                const float p = softmaxExp<T>(logits[g * a.partitionLen + i] - base[g]);
+                logits[g * a.partitionLen + i] = p;
+                sum[g] += p;
             }
         }
-    }
-    // Tokens of one warp step share dims: fold the step's token groups, then the warps.
 #pragma unroll
-    for (int o = kLanesPerToken; o < 32; o <<= 1)
+        for (int g = 0; g < G; ++g) {
+            const float s = warpSum(sum[g]);
+            if (lane == 0) redSum[warp * G + g] = s;
+        }
+        __syncthreads();  // also publishes the weights written above
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            sum[g] = 0.0f;
+            for (int w = 0; w < kWarps; ++w) sum[g] += redSum[w * G + g];
+        }
+
+        // --- pass 2: p * V ---
+        float acc[G][kVec];
 #pragma unroll
         for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
-    __syncthreads();  // logits are dead: reuse as [kWarps, G, D]
-    float* partial = smem;
-    if (lane < kLanesPerToken) {
+            for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
+        for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
+            const int page = firstPage + pg;
+            uint4 raw[kSteps];
+            if (kPreBlocks > 0 && j < kPreBlocks) {
+                bool valid = false;
 #pragma unroll
-        for (int g = 0; g < G; ++g)
+                for (int jj = 0; jj < kPre; ++jj) {
+                    if (jj != j) continue;
+                    valid = preValid[jj];
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) partial[(warp * G + g) * D + sub * kVec + e] = acc[g][e];
-    }
-    __syncthreads();
+                    for (int s = 0; s < kSteps; ++s) raw[s] = vReg[jj][s];
+                }
+                if (!valid) continue;  // warp-uniform; its weights are 0
+            } else {
+                const int32_t block = table[page];
+                if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
+                const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s)
+                    raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+            }
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) {
+                const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
+                if (t >= end) continue;  // never multiply garbage past the context (it may be NaN)
+                const Vec16<T> v = unpack16<T>(raw[s]);
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    const float p = logits[g * a.partitionLen + t - start];
+#pragma unroll
+                    for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(p, v.v[e], acc[g][e]);
+                }
+            }
+        }
+        // Tokens of one warp step share dims: fold the step's token groups, then the warps.
+#pragma unroll
+        for (int o = kLanesPerToken; o < 32; o <<= 1)
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        __syncthreads();  // logits are dead: reuse as [kWarps, G, D]
+        if (lane < kLanesPerToken) {
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) partial[(warp * G + g) * D + sub * kVec + e] = acc[g][e];
+        }
+        __syncthreads();
+    }  // two passes
     if constexpr (kCluster) {
         clusterMerge<T, D, G, kWarps>(partial, maxLogit, sum, out, recv);
         return;
@@ -584,7 +738,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
     __shared__ bool isLast;
     __threadfence();  // this CTA's partials are visible device-wide before its ticket is
     __syncthreads();
-    const int activeParts = min(a.numPartitions, int(ceilDiv(r.numKeys, a.partitionLen)));
+    const int activeParts = rowParts;  // <= numPartitions: numKeys <= maxContextLen
     int32_t* ticket = a.counters + int64_t(row) * a.numKvHeads + kvHead;
     if (threadIdx.x == 0) {
         isLast = atomicAdd(ticket, 1) == activeParts - 1;
@@ -597,11 +751,12 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads) pag
 }
 
 // Dynamic shared memory of the kernel: the logits (later the per-warp outputs), the reductions and, for
-// the cluster variant, its receive area. At most 38 KB for partitions of kDecodeMaxPartition keys.
+// the cluster variant, its receive area. At most 38 KB for partitions of kDecodeMaxPartition keys; the
+// one-pass variant needs only the per-warp outputs and reductions (4 KB at two query heads per KV head).
 template <int D, int G>
-constexpr size_t simtSmemBytes(int partitionLen, int warps, int clusterParts)
+constexpr size_t simtSmemBytes(int partitionLen, int warps, int clusterParts, bool online = false)
 {
-    return (std::max(G * partitionLen, warps * G * D) + 2 * warps * G +
+    return ((online ? warps * G * D : std::max(G * partitionLen, warps * G * D)) + 2 * warps * G +
             (clusterParts > 0 ? clusterRecvFloats<D, G>(clusterParts) : 0)) *
            sizeof(float);
 }
@@ -625,7 +780,9 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
 {
     constexpr int kVec = kVecElems<T>;
     if (a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads != 0) return cudaErrorInvalidValue;
-    if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || a.partitionLen > kDecodeMaxPartition)
+    // The variants that keep a partition's logits in shared memory: at most kDecodeMaxPartition keys.
+    const bool logitsInSmem = cluster || (a.rowPartitions == 0 && a.partitionLen <= kPrefetchPartition);
+    if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || (logitsInSmem && a.partitionLen > kDecodeMaxPartition))
         return cudaErrorInvalidValue;
     if (cluster && (a.cuSeqlensQ || a.numPartitions < 2 || a.numPartitions > kMaxClusterParts))
         return cudaErrorInvalidValue;
@@ -646,8 +803,8 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
                                               simtSmemBytes<D, G>(a.partitionLen, kClusterWarps, a.numPartitions),
                                               stream, dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
             }
-            const size_t smem = simtSmemBytes<D, G>(a.partitionLen, kAttnWarps, 0);
-            const bool prefetch = a.partitionLen <= kPrefetchPartition;
+            const bool prefetch = a.rowPartitions == 0 && a.partitionLen <= kPrefetchPartition;
+            const size_t smem = simtSmemBytes<D, G>(a.partitionLen, kAttnWarps, 0, !prefetch);
             return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, 1, false>, grid, kAttnThreads, smem, stream, a)
                             : launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false>, grid, kAttnThreads, smem, stream, a);
         });

@@ -7,10 +7,13 @@ namespace lector::gpu {
 cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cudaStream_t stream)
 {
     if (p.numSeqs < 0 || p.maxContextLen < 0 || p.partitionSize < 0 || p.partitionSize % kKvBlockSize != 0 ||
-        p.clusterPartitions < 0)
+        p.clusterPartitions < 0 || p.rowPartitions < 0 || p.rowPartitions > kDecodeMaxRowPartitions ||
+        (p.clusterPartitions > 0 && p.rowPartitions > 0))
         return cudaErrorInvalidValue;
     const bool cluster = p.clusterPartitions > 0;
-    const int numPartitions = cluster ? p.clusterPartitions : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
+    const int numPartitions = cluster              ? p.clusterPartitions
+                              : p.rowPartitions > 0 ? p.rowPartitions
+                                                    : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
     detail::SimtArgs a{};
     a.query = p.query;
     a.out = p.out;
@@ -29,10 +32,12 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
     a.numQHeads = p.numQHeads;
     a.numKvHeads = p.numKvHeads;
     a.numBlocks = p.numBlocks;
-    a.partitionLen = cluster              ? pagedDecodeClusterPartitionLen(p.maxContextLen, numPartitions)
-                     : numPartitions > 1 ? p.partitionSize
+    // Row partitions: the longest row's share (what the variant choice and the checks see).
+    a.partitionLen = cluster || p.rowPartitions > 0 ? pagedDecodeClusterPartitionLen(p.maxContextLen, numPartitions)
+                     : numPartitions > 1           ? p.partitionSize
                                          : int(ceilDiv(std::max(p.maxContextLen, 1), kKvBlockSize)) * kKvBlockSize;
     a.numPartitions = numPartitions;
+    a.rowPartitions = p.rowPartitions;
     a.scale = p.scale;
     return dispatchDType(p.dtype,
                          [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream, cluster); });

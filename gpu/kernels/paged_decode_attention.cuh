@@ -44,6 +44,10 @@ struct PagedDecodeAttentionParams {
     // thread-block cluster, each a share of the sequence's own context (the grid does not grow with
     // maxContextLen); no workspace or counters. Check pagedDecodeClusterFits() first.
     int clusterPartitions = 0;
+    // > 0 (and no cluster): instead of partitionSize, this many split-K partitions per (sequence, KV
+    // head), each an equal share of the sequence's own context (fewer where it has fewer blocks), merged
+    // by the ticket; the grid does not grow with maxContextLen. See pagedDecodeRowPartitions().
+    int rowPartitions = 0;
     float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
 };
 
@@ -52,13 +56,34 @@ struct PagedDecodeAttentionParams {
 // and 13.8 at 256).
 constexpr int kDecodeMinPartition = 64;
 constexpr int kDecodeShortPartitionLimit = 256;
-constexpr int kDecodeMaxPartition = 1024;     // shared-memory bound of one partition's logits
+// Shared-memory bound of one partition's logits, for the variants that keep them (partitions of up to
+// kDecodeMinPartition keys, and the cluster merge). Longer split-K partitions make one pass with online
+// softmax and have no bound.
+constexpr int kDecodeMaxPartition = 1024;
 // The automatic choice stops at 512: on an H200 at batch 64 / context 4096 partitions of 256 or 512
 // reached 90% of copy bandwidth and 1024 only 85% (fewer, longer CTAs leave a ragged last wave).
 constexpr int kDecodeAutoMaxPartition = 512;
 
 // Most partitions of the cluster merge: a cluster of 16 CTAs is non-portable (H100/H200 run it).
 constexpr int kDecodeMaxClusterPartitions = 16;
+
+// CTAs of the one-pass variant resident per SM (16-bit K/V, up to 2 query heads per KV head: its launch
+// bounds), and the most row partitions a launch takes.
+constexpr int kDecodeOnlineCtasPerSm = 4;
+constexpr int kDecodeMaxRowPartitions = 64;
+
+// Row partitions for decode steps of numRows sequences whatever their context (the graphed steps of
+// more than a few sequences): about one wave of CTAs, numSms * kDecodeOnlineCtasPerSm, rounded to the
+// nearest whole number of partitions per (sequence, KV head), at least one. On an H200 at contexts of
+// 1076-1332 one wave of long CTAs beat every fixed partition length at 16 to 128 sequences (perf.md,
+// device calls 56-58): batch 32 gets 2, batch 64 and up 1.
+constexpr int pagedDecodeRowPartitions(int numRows, int numKvHeads, int numSms)
+{
+    const int64_t base = int64_t(numRows) * numKvHeads;
+    if (base <= 0) return 1;
+    const int64_t parts = (2 * int64_t(numSms) * kDecodeOnlineCtasPerSm + base) / (2 * base);  // round
+    return static_cast<int>(parts < 1 ? 1 : parts > kDecodeMaxRowPartitions ? kDecodeMaxRowPartitions : parts);
+}
 
 // Keys per partition of the cluster merge: the longest sequence's share, whole blocks.
 constexpr int pagedDecodeClusterPartitionLen(int maxContextLen, int clusterPartitions)
@@ -85,7 +110,8 @@ inline int64_t pagedDecodeWorkspaceFloats(const PagedDecodeAttentionParams& p)
 {
     if (p.clusterPartitions > 0) return 0;
     return pagedAttentionWorkspaceFloats(p.numSeqs, p.numQHeads, p.headDim,
-                                         pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize));
+                                         p.rowPartitions > 0 ? p.rowPartitions
+                                                             : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize));
 }
 
 // A partition size that gives about two CTAs per SM, at most kDecodeAutoMaxPartition tokens: no split

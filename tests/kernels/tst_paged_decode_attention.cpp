@@ -104,6 +104,9 @@ const std::vector<Case>& cases()
         {"GQA 4", {300, 64}, 8, 2},
         {"GQA 8", {700, 3}, 8, 1},
         {"long contexts (split-K)", {2048, 1500, 4096}, 16, 8},
+        // A page's prompt and beyond: at 256-key partitions these split into 5 and 6 equal shares of 13-14
+        // blocks, beside a one-token sequence.
+        {"page contexts, uneven shares", {1076, 1333, 1}, 16, 8},
     };
     return all;
 }
@@ -143,6 +146,21 @@ LECTOR_TEST(referenceGivesZerosForEmptyContext)
     LECTOR_CHECK(!at::isnan(out[1]).any().item<bool>());
 }
 
+LECTOR_TEST(rowPartitionsMakeAboutOneWave)
+{
+    // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): rounded to
+    // the nearest whole number of partitions, at least 1, at most kDecodeMaxRowPartitions.
+    using lector::gpu::pagedDecodeRowPartitions;
+    LECTOR_CHECK(pagedDecodeRowPartitions(16, 8, 132) == 4);   // 4.1
+    LECTOR_CHECK(pagedDecodeRowPartitions(24, 8, 132) == 3);   // 2.75
+    LECTOR_CHECK(pagedDecodeRowPartitions(32, 8, 132) == 2);   // 2.06
+    LECTOR_CHECK(pagedDecodeRowPartitions(40, 8, 132) == 2);   // 1.65
+    LECTOR_CHECK(pagedDecodeRowPartitions(48, 8, 132) == 1);   // 1.375
+    LECTOR_CHECK(pagedDecodeRowPartitions(256, 8, 132) == 1);  // 0.26
+    LECTOR_CHECK(pagedDecodeRowPartitions(1, 8, 132) == 64);   // 66, capped
+    LECTOR_CHECK(pagedDecodeRowPartitions(0, 8, 132) == 1);
+}
+
 #ifdef LECTOR_HAVE_CUDA
 
 LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
@@ -156,11 +174,12 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
             const at::Tensor &query = cc.query, &ref = cc.ref, &naive = cc.naive;
 
             const int maxContext = *std::max_element(c.contexts.begin(), c.contexts.end());
-            // 64 and 128: the short partitions whose CTAs load V with K (the graphed decode steps of
-            // few sequences); the grid is sized for the whole block table (two blocks more than the
-            // longest context), as a graph sizes it for its whole context range (empty partitions must not count towards the merge).
-            std::vector<int64_t> partitions{-1, 64, 128, 256};
-            if (maxContext <= lector::gpu::kDecodeMaxPartition) partitions.push_back(0);
+            // 48 and 64: the short partitions whose CTAs load K and V before the wait (the graphed decode
+            // steps of few sequences); 128 to 2048 and 0 (no split): the one-pass variant, up to 64 blocks
+            // per warp. The grid is sized for the whole block table (two blocks more than the longest
+            // context), as a graph sizes it for its whole context range (empty partitions must not count
+            // towards the merge).
+            std::vector<int64_t> partitions{-1, 48, 64, 128, 256, 1024, 2048, 0};
             for (int64_t partition : partitions) {
                 const at::Tensor out = at::full(query.sizes(), NAN, query.options().device(at::kCUDA));
                 const int64_t gridContext = partition > 0 ? kv.blockTable.size(1) * 16 : maxContext;
@@ -168,6 +187,16 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
                                                   kv.blockTable.cuda(), kv.contextLens.cuda(), gridContext, scale,
                                                   partition);
                 kt::expectClose(kt::typeName(type) + " " + c.name + " partition " + std::to_string(partition), out,
+                                ref, kt::nmseBound(type), naive);
+            }
+            // Row partitions: equal shares of each sequence's own context (one; three; more than some
+            // sequences have blocks), over a graph-wide block table.
+            for (int64_t rowParts : {1, 3, 64}) {
+                const at::Tensor out = at::full(query.sizes(), NAN, query.options().device(at::kCUDA));
+                lector::gpu::pagedDecodeAttention(out, query.cuda(), kv.keyCache.cuda(), kv.valueCache.cuda(),
+                                                  kv.blockTable.cuda(), kv.contextLens.cuda(),
+                                                  kv.blockTable.size(1) * 16, scale, -1, 0, rowParts);
+                kt::expectClose(kt::typeName(type) + " " + c.name + " row partitions " + std::to_string(rowParts), out,
                                 ref, kt::nmseBound(type), naive);
             }
         }

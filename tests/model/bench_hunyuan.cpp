@@ -202,6 +202,10 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
+        {"attention (graph: 8192, row partitions, the graphs' choice above 8 rows)", L, [&] {
+             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 0,
+                                       gpu::pagedDecodeRowPartitions(b, hk, q.device()));
+         }},
         {"add + rmsnorm", 2 * L, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({b, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"embedding", 1, [&] { (void)at::embedding(decoder.embedTokens(), slots.remainder(1000)); }},
