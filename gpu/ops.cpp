@@ -226,6 +226,12 @@ int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10:
                                     multiProcessors(device, "pagedDecodeRowPartitions"));
 }
 
+int64_t pagedDecodeAutoRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device)
+{
+    return numRows * numKvHeads >= kDecodeAutoRowPartitionsMinPairs ? pagedDecodeRowPartitions(numRows, numKvHeads, device)
+                                                                    : 0;
+}
+
 int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,
                                     const c10::Device& device)
 {
@@ -296,6 +302,8 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
     p.maxContextLen = toInt(maxContextLen, op, "maxContextLen");
     TORCH_CHECK(rowPartitions >= 0 && rowPartitions <= kDecodeMaxRowPartitions && !(rowPartitions > 0 && clusterPartitions > 0),
                 op, ": rowPartitions ", rowPartitions, " must be 0..", kDecodeMaxRowPartitions, ", without clusterPartitions");
+    if (partitionSize < 0 && clusterPartitions <= 0 && rowPartitions == 0)
+        rowPartitions = pagedDecodeAutoRowPartitions(numSeqs, numKvHeads, query.device());
     if (rowPartitions > 0) {
         p.rowPartitions = int(rowPartitions);
     } else if (clusterPartitions > 0) {

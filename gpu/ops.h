@@ -60,6 +60,11 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
 // paged_decode_attention.cuh, pagedDecodeRowPartitions).
 int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device);
 
+// What pagedDecodeAttention's automatic split (partitionSize < 0) takes for numRows sequences: row
+// partitions (> 0, their number) from kDecodeAutoRowPartitionsMinPairs (sequence, KV head) pairs up, else 0
+// (a partition size, pagedAttentionPartitionSize).
+int64_t pagedDecodeAutoRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device);
+
 // The largest cluster of at most `wanted` (16, 8, 4, 2) partitions pagedDecodeAttention can run on
 // keyCache's device for numQHeads query heads and contexts up to maxContextLen; 0 on the CPU, before sm_90,
 // or where none fits.

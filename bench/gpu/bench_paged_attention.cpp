@@ -136,7 +136,7 @@ void decodeTable(Report& r, double copyBw)
         const at::Tensor ref = sdpa(q4, kC, vC, scale, false, true).view({64, 16, 128});
         const double sdpaMs = medianMs([&] { sdpa(q4, kC, vC, scale, false, true); });
         const char* name = type == at::kHalf ? "fp16" : "bf16";
-        for (int64_t partition : {int64_t(-1), int64_t(256), int64_t(512), int64_t(1024)}) {
+        for (int64_t partition : {int64_t(-1), int64_t(256), int64_t(512), int64_t(1024), int64_t(4096)}) {
             const at::Tensor out = at::empty_like(c.query);
             auto run = [&] {
                 lector::gpu::pagedDecodeAttention(out, c.query, c.keyCache, c.valueCache, c.blockTable, c.contextLens,
@@ -145,11 +145,13 @@ void decodeTable(Report& r, double copyBw)
             const double ms = medianMs(run);
             const double bw = c.kvBytes() / (ms * 1e-3);
             const double diff = (out.to(at::kFloat) - ref.to(at::kFloat)).abs().max().item<double>();
+            const int64_t autoRows = lector::gpu::pagedDecodeAutoRowPartitions(64, 8, c.query.device());
             const std::string version =
-                partition < 0 ? "ours, auto split (" +
-                                    std::to_string(lector::gpu::pagedAttentionPartitionSize(64, 8, 4096, c.query.device())) +
-                                    ")"
-                              : "ours, partition " + std::to_string(partition);
+                partition >= 0 ? "ours, partition " + std::to_string(partition)
+                : autoRows > 0 ? "ours, auto split (row partitions: " + std::to_string(autoRows) + ")"
+                               : "ours, auto split (" +
+                                     std::to_string(lector::gpu::pagedAttentionPartitionSize(64, 8, 4096, c.query.device())) +
+                                     ")";
             r.line(std::string("| ") + name + " | " + version + fmt(" | %.4f | %.0f | %.1f%% | %.2fx | %.2g |", ms,
                                                                       bw / 1e9, 100.0 * bw / copyBw, sdpaMs / ms, diff));
         }

@@ -85,6 +85,11 @@ constexpr int pagedDecodeRowPartitions(int numRows, int numKvHeads, int numSms)
     return static_cast<int>(parts < 1 ? 1 : parts > kDecodeMaxRowPartitions ? kDecodeMaxRowPartitions : parts);
 }
 
+// The automatic split (partitionSize < 0) takes row partitions from this many (sequence, KV head) pairs
+// up, where they come to at most 4 per sequence on an H200; below, partition sizes
+// (choosePagedDecodePartitionSize), whose many short CTAs suit a few long sequences.
+constexpr int kDecodeAutoRowPartitionsMinPairs = 128;
+
 // Keys per partition of the cluster merge: the longest sequence's share, whole blocks.
 constexpr int pagedDecodeClusterPartitionLen(int maxContextLen, int clusterPartitions)
 {

@@ -151,6 +151,8 @@ LECTOR_TEST(rowPartitionsMakeAboutOneWave)
     // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): rounded to
     // the nearest whole number of partitions, at least 1, at most kDecodeMaxRowPartitions.
     using lector::gpu::pagedDecodeRowPartitions;
+    LECTOR_CHECK(pagedDecodeRowPartitions(4, 8, 132) == 17);   // 16.5
+    LECTOR_CHECK(pagedDecodeRowPartitions(8, 8, 132) == 8);    // 8.25
     LECTOR_CHECK(pagedDecodeRowPartitions(16, 8, 132) == 4);   // 4.1
     LECTOR_CHECK(pagedDecodeRowPartitions(24, 8, 132) == 3);   // 2.75
     LECTOR_CHECK(pagedDecodeRowPartitions(32, 8, 132) == 2);   // 2.06
@@ -200,6 +202,24 @@ LECTOR_TEST(cudaMatchesReferenceOverPagingMatrix)
                                 ref, kt::nmseBound(type), naive);
             }
         }
+    }
+}
+
+LECTOR_TEST(cudaAutoSplitOfManySequencesMatchesReference)
+{
+    kt::requireCuda();
+    // 16 sequences x 8 KV heads: the automatic split takes row partitions (eager decode steps of many
+    // sequences, and table 3), over contexts from one token to past a page's prompt.
+    const std::vector<int> contexts{1, 17, 100, 1076, 1333, 16, 64, 65, 250, 511, 777, 2048, 3, 900, 1200, 33};
+    LECTOR_CHECK(lector::gpu::pagedDecodeAutoRowPartitions(int64_t(contexts.size()), 8, at::Device(at::kCUDA)) > 0);
+    for (at::ScalarType type : kt::floatTypes()) {
+        const double scale = 1.0 / std::sqrt(double(kHeadDim));
+        const CudaCase cc = cudaCase(contexts, 16, 8, type, 31, scale);
+        const at::Tensor out = at::full(cc.query.sizes(), NAN, cc.query.options().device(at::kCUDA));
+        lector::gpu::pagedDecodeAttention(out, cc.query.cuda(), cc.kv.keyCache.cuda(), cc.kv.valueCache.cuda(),
+                                          cc.kv.blockTable.cuda(), cc.kv.contextLens.cuda(), 2048, scale);
+        kt::expectClose(kt::typeName(type) + " 16 sequences, automatic split", out, cc.ref, kt::nmseBound(type),
+                        cc.naive);
     }
 }
 
