@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     const RowInfo r = rowInfo(a, row);
     // Blocks [part * n / P, (part + 1) * n / P) of the row's n blocks: P is the cluster's size, the row
     // partitions (at most one per block), or the partitions of at most partitionLen keys the row needs
-    // (the grid's later partitions get no keys).
+    // (the grid's later partitions get no keys). 32-bit divisions: ceilDiv's are 64-bit.
     const int n = (r.numKeys + kKvBlockSize - 1) / kKvBlockSize;
     const int rowParts = kCluster               ? int(gridDim.z)
                          : a.rowPartitions > 0 ? min(a.rowPartitions, n)
@@ -780,9 +780,11 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
 {
     constexpr int kVec = kVecElems<T>;
     if (a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads != 0) return cudaErrorInvalidValue;
-    // The variants that keep a partition's logits in shared memory: at most kDecodeMaxPartition keys.
-    const bool logitsInSmem = cluster || (a.rowPartitions == 0 && a.partitionLen <= kPrefetchPartition);
-    if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 || (logitsInSmem && a.partitionLen > kDecodeMaxPartition))
+    // The variant: cluster merge, short partitions loaded before the wait, or one pass. The first two keep
+    // a partition's logits in shared memory: at most kDecodeMaxPartition keys.
+    const bool prefetch = !cluster && a.rowPartitions == 0 && a.partitionLen <= kPrefetchPartition;
+    if (a.partitionLen <= 0 || a.partitionLen % kKvBlockSize != 0 ||
+        ((cluster || prefetch) && a.partitionLen > kDecodeMaxPartition))
         return cudaErrorInvalidValue;
     if (cluster && (a.cuSeqlensQ || a.numPartitions < 2 || a.numPartitions > kMaxClusterParts))
         return cudaErrorInvalidValue;
@@ -803,7 +805,6 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
                                               simtSmemBytes<D, G>(a.partitionLen, kClusterWarps, a.numPartitions),
                                               stream, dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
             }
-            const bool prefetch = a.rowPartitions == 0 && a.partitionLen <= kPrefetchPartition;
             const size_t smem = simtSmemBytes<D, G>(a.partitionLen, kAttnWarps, 0, !prefetch);
             return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, 1, false>, grid, kAttnThreads, smem, stream, a)
                             : launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false>, grid, kAttnThreads, smem, stream, a);

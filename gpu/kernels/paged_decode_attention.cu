@@ -11,9 +11,7 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
         (p.clusterPartitions > 0 && p.rowPartitions > 0))
         return cudaErrorInvalidValue;
     const bool cluster = p.clusterPartitions > 0;
-    const int numPartitions = cluster              ? p.clusterPartitions
-                              : p.rowPartitions > 0 ? p.rowPartitions
-                                                    : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
+    const int numPartitions = pagedDecodeLaunchPartitions(p);
     detail::SimtArgs a{};
     a.query = p.query;
     a.out = p.out;

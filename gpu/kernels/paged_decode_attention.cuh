@@ -111,12 +111,19 @@ constexpr int64_t pagedAttentionWorkspaceFloats(int rows, int numQHeads, int hea
     return numPartitions <= 1 ? 0 : int64_t(rows) * numQHeads * numPartitions * (headDim + 2);
 }
 
+// Partitions per (sequence, KV head) the launch takes: the cluster's, the row partitions, or as many
+// partitionSize-key partitions as maxContextLen needs.
+inline int pagedDecodeLaunchPartitions(const PagedDecodeAttentionParams& p)
+{
+    return p.clusterPartitions > 0 ? p.clusterPartitions
+           : p.rowPartitions > 0   ? p.rowPartitions
+                                   : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize);
+}
+
 inline int64_t pagedDecodeWorkspaceFloats(const PagedDecodeAttentionParams& p)
 {
     if (p.clusterPartitions > 0) return 0;
-    return pagedAttentionWorkspaceFloats(p.numSeqs, p.numQHeads, p.headDim,
-                                         p.rowPartitions > 0 ? p.rowPartitions
-                                                             : pagedDecodeNumPartitions(p.maxContextLen, p.partitionSize));
+    return pagedAttentionWorkspaceFloats(p.numSeqs, p.numQHeads, p.headDim, pagedDecodeLaunchPartitions(p));
 }
 
 // A partition size that gives about two CTAs per SM, at most kDecodeAutoMaxPartition tokens: no split
