@@ -5,10 +5,15 @@
 // bandwidth. Without libtorch, so it builds with nvcc alone:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_skinny_gemm.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
-//        gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp -lcublas -o build-gpu/bench_skinny_gemm
+//        gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp -lcublas -lcublasLt -o build-gpu/bench_skinny_gemm
 // (or the CMake target of the same name in CUDA builds). It first checks both engines against the CPU
 // reference on odd shapes and on every variant (plain, SiLU-mul input, add + RMSNorm prologue, float32
 // out), both 16-bit dtypes; exit code 1 on a mismatch.
+//   --lt       instead: each projection at 8..256 rows through every algorithm cuBLASLt's heuristic offers
+//              (up to 24), against GemmEx (on the H200 none beat it by more than 7 %, device call 61)
+//   --profile  instead: a few plain launches of the engines and cuBLAS for a profiler, e.g.
+//              ncu --clock-control none --section SpeedOfLight --section Occupancy build/gpu/bench_skinny_gemm --profile
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -20,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -167,41 +173,19 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
 // --- timing ---
 
 // Microseconds per call: 20 calls captured in a graph, replayed, median of 7 replays. The graph reads
-// a fresh weight copy per call (several copies round-robin, 600 MB in all) so L2 never holds the weight.
-double graphMicros(cudaStream_t stream, const std::function<bool(int)>& call)
+// a fresh weight copy per call (weightCopies) so L2 never holds the weight.
+double graphMicros(cudaStream_t stream, const std::function<bool(int)>& call) { return bench::graphMicros(stream, 20, call); }
+
+// Copies of a weight of `bytes`, as many as make 600 MB (2 to 20), filled with a constant.
+std::vector<std::unique_ptr<Buffer>> weightCopies(size_t bytes)
 {
-    constexpr int kCalls = 20;
-    cudaGraph_t graph;
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    bool ok = true;
-    for (int i = 0; i < kCalls; ++i) ok = call(i) && ok;
-    check(cudaStreamEndCapture(stream, &graph), "capture");
-    if (!ok) {
-        cudaGraphDestroy(graph);
-        cudaGetLastError();
-        return NAN;
+    const int copies = static_cast<int>(std::clamp<size_t>((size_t(600) << 20) / std::max<size_t>(bytes, 1), 2, 20));
+    std::vector<std::unique_ptr<Buffer>> ws;
+    for (int i = 0; i < copies; ++i) {
+        ws.push_back(std::make_unique<Buffer>(bytes));
+        check(cudaMemset(ws.back()->ptr, 0x11, bytes), "memset");
     }
-    cudaGraphExec_t exec;
-    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int rep = 0; rep < 8; ++rep) {
-        cudaEventRecord(e0, stream);
-        check(cudaGraphLaunch(exec, stream), "replay");
-        cudaEventRecord(e1, stream);
-        check(cudaEventSynchronize(e1), "replay");
-        float m = 0;
-        cudaEventElapsedTime(&m, e0, e1);
-        if (rep > 0) ms.push_back(m);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1000.0 / kCalls;
+    return ws;
 }
 
 struct Projection {
@@ -211,12 +195,117 @@ struct Projection {
     bool norm = false;  // the add + RMSNorm prologue (cuBLAS column: rms_norm.cu's fused kernel first)
 };
 
+// --- cuBLASLt's algorithms at decode row counts ---
+
+// out^T [n, rows] = W [n, k] x^T as at::linear lays it out (column-major: A = W^T of k x n, B = x^T of
+// k x rows, C of n x rows), through each of the first kMaxAlgos algorithms cuBLASLt's heuristic offers,
+// each timed like the rest of this file (20 calls in a graph, a cold weight copy per call). Prints the
+// heuristic's first choice (what GemmEx runs), the best one and its tile and split-K.
+void ltSweep(cudaStream_t stream, const std::vector<std::unique_ptr<Buffer>>& ws, int copies, const void* x, void* out, int rows,
+             int n, int k, double gemmExUs, const char* name, double floorUs)
+{
+    constexpr int kMaxAlgos = 24;
+    static cublasLtHandle_t lt = [] {
+        cublasLtHandle_t h = nullptr;
+        cublasLtCreate(&h);
+        return h;
+    }();
+    static Buffer workspace(size_t(32) << 20);
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof(tA));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof(tB));
+    cublasLtMatrixLayoutCreate(&a, CUDA_R_16F, k, n, k);
+    cublasLtMatrixLayoutCreate(&b, CUDA_R_16F, k, rows, k);
+    cublasLtMatrixLayoutCreate(&c, CUDA_R_16F, n, rows, n);
+    cublasLtMatmulPreferenceCreate(&pref);
+    const uint64_t wsBytes = workspace.bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
+    cublasLtMatmulHeuristicResult_t results[kMaxAlgos];
+    int returned = 0;
+    cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, kMaxAlgos, results, &returned);
+    const float one = 1.0f, zero = 0.0f;
+    double first = NAN, best = INFINITY;
+    int bestIndex = -1;
+    for (int i = 0; i < returned; ++i) {
+        if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        const double us = graphMicros(stream, [&](int call) {
+            return cublasLtMatmul(lt, op, &one, ws[call % copies]->ptr, a, x, b, &zero, out, c, out, c, &results[i].algo,
+                                  workspace.ptr, wsBytes, stream) == CUBLAS_STATUS_SUCCESS;
+        });
+        if (i == 0) first = us;
+        if (us < best) best = us, bestIndex = i;
+    }
+    int tile = -1, splitK = -1, stages = -1;
+    if (bestIndex >= 0) {
+        size_t got = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&results[bestIndex].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &got);
+        cublasLtMatmulAlgoConfigGetAttribute(&results[bestIndex].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitK, sizeof(splitK), &got);
+        cublasLtMatmulAlgoConfigGetAttribute(&results[bestIndex].algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &got);
+    }
+    std::printf("| %s | %d | %.2f | %.2f | %.2f | %d | %.2f (#%d: tile %d, split-K %d, stages %d) | %.2fx |\n", name, rows,
+                floorUs, gemmExUs, first, returned, best, bestIndex, tile, splitK, stages, gemmExUs / best);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatmulDescDestroy(op);
+}
+
+// Plain launches (no graph) for a profiler: qkv through the tensor-core engine at 1, 8 and 32 rows
+// (automatic split), through SIMT at 1 row, down with the SiLU-mul input at 32 rows, and cuBLAS's qkv at
+// 32 rows; three of each, a cold weight copy per launch.
+int profileLaunches()
+{
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    cublasHandle_t blas;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
+    cublasSetStream(blas, stream);
+    const auto ws = weightCopies(size_t(4096) * 3584 * 2);  // the largest of the weights launched below
+    const int kCopies = static_cast<int>(ws.size());
+    Buffer x(size_t(64) * 2 * 3584 * 2), out(size_t(64) * 4096 * 4);
+    check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
+    int call = 0;
+    auto ours = [&](gpu::SkinnyEngine e, int rows, int n, int k, bool silu) {
+        for (int rep = 0; rep < 3; ++rep) {
+            gpu::SkinnyGemmParams p = skinnyParams(gpu::DType::F16, e, 0, rows, n, k, silu ? 2 * k : k, silu, false,
+                                                   out.ptr, x.ptr, ws[call++ % kCopies]->ptr);
+            check(gpu::launchSkinnyGemm(p, stream), "launch");
+        }
+    };
+    ours(gpu::SkinnyEngine::Simt, 1, 4096, 1024, false);
+    ours(gpu::SkinnyEngine::TensorCore, 1, 4096, 1024, false);
+    ours(gpu::SkinnyEngine::TensorCore, 8, 4096, 1024, false);
+    ours(gpu::SkinnyEngine::TensorCore, 32, 4096, 1024, false);
+    ours(gpu::SkinnyEngine::TensorCore, 32, 1024, 3584, true);
+    const float one = 1.0f, zero = 0.0f;
+    for (int rep = 0; rep < 3; ++rep)
+        if (cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 32, 1024, &one, ws[call++ % kCopies]->ptr, CUDA_R_16F, 1024,
+                         x.ptr, CUDA_R_16F, 1024, &zero, out.ptr, CUDA_R_16F, 4096, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+            return 1;
+    check(cudaStreamSynchronize(stream), "profile launches");
+    cublasDestroy(blas);
+    std::printf("profile launches done\n");
+    return 0;
+}
+
 }  // namespace
 
-int main()
+int main(int argc, char** argv)
 {
-    std::printf("# bench_skinny_gemm\n\n## check against the CPU reference\n\n| engine | dtype | rows x n x k | nmse | ok |\n|---|---|---|---|---|\n");
+    // --lt: only the cuBLASLt table; --profile: a few plain launches of chosen cases (for ncu), no timing.
+    const bool ltOnly = argc > 1 && std::strcmp(argv[1], "--lt") == 0;
+    const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
+    std::printf("# bench_skinny_gemm\n\n");
+    if (profile) return profileLaunches();
+    if (!ltOnly) std::printf("## check against the CPU reference\n\n| engine | dtype | rows x n x k | nmse | ok |\n|---|---|---|---|---|\n");
     for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+        if (ltOnly) break;
         for (const Case& c : {Case{1, 37, 64}, Case{5, 1000, 264}, Case{8, 1027, 3584, true}, Case{1, 4096, 1024, false, true},
                               Case{3, 1000, 1024, false, true}, Case{6, 1027, 1024, false, true},
                               Case{8, 4101, 1024, false, true}})
@@ -249,13 +338,10 @@ int main()
                                       {"down (silu-mul input)", 1024, 3584, true, false},
                                       {"lm head (float32 out)", 120818, 1024, false, true}};
     for (const Projection& pr : projections) {
+        if (ltOnly) break;
         const size_t wBytes = size_t(pr.n) * pr.k * 2;
-        const int copies = static_cast<int>(std::clamp<size_t>((size_t(600) << 20) / std::max<size_t>(wBytes, 1), 2, 20));
-        std::vector<Buffer*> ws;
-        for (int i = 0; i < copies; ++i) {
-            ws.push_back(new Buffer(wBytes));
-            check(cudaMemset(ws.back()->ptr, 0x11, wBytes), "memset");
-        }
+        const auto ws = weightCopies(wBytes);
+        const int copies = static_cast<int>(ws.size());
         const int xWidth = pr.silu ? 2 * pr.k : pr.k;
         Buffer x(size_t(64) * xWidth * 2), out(size_t(64) * pr.n * 4), ref(size_t(64) * pr.n * 2);
         check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
@@ -306,7 +392,29 @@ int main()
                         f(splits[1]).c_str(), f(splits[2]).c_str(), f(splits[3]).c_str(), f(blasUs).c_str(),
                         blasUs / best);
         }
-        for (Buffer* b : ws) delete b;
+    }
+    if (ltOnly)
+        std::printf("\n## cuBLASLt's algorithms, float16 out, us per call (as above; GemmEx is what at::linear runs)\n\n"
+                "| projection | rows | weight floor | GemmEx | heuristic #0 | algorithms | best |  GemmEx / best |\n|---|---|---|---|---|---|---|---|\n");
+    const Projection plain[] = {{"qkv", 4096, 1024, false, false},   {"o", 1024, 2048, false, false},
+                                {"gate/up", 7168, 1024, false, false}, {"down", 1024, 3584, false, false},
+                                {"lm head", 120818, 1024, false, false}};
+    for (const Projection& pr : plain) {
+        if (!ltOnly) break;
+        const size_t wBytes = size_t(pr.n) * pr.k * 2;
+        const auto ws = weightCopies(wBytes);
+        const int copies = static_cast<int>(ws.size());
+        Buffer x(size_t(256) * pr.k * 2), out(size_t(256) * pr.n * 2);
+        check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
+        for (int rows : {8, 16, 32, 64, 128, 256}) {
+            const float one = 1.0f, zero = 0.0f;
+            const double gemmEx = graphMicros(stream, [&](int i) {
+                return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % copies]->ptr, CUDA_R_16F,
+                                    pr.k, x.ptr, CUDA_R_16F, pr.k, &zero, out.ptr, CUDA_R_16F, pr.n, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+            });
+            ltSweep(stream, ws, copies, x.ptr, out.ptr, rows, pr.n, pr.k, gemmEx, pr.name, wBytes / bw * 1e6);
+        }
     }
     cublasDestroy(blas);
     std::printf("\n%s\n", g_failed ? "CHECK FAILED" : "all checks passed");

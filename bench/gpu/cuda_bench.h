@@ -1,6 +1,7 @@
-// What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm) share: a CUDA error
-// check that ends the program, a device buffer, and the device-to-device copy bandwidth their tables are
-// measured against. CUDA runtime only; header-only, so each bench still builds with one nvcc line.
+// What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention)
+// share: a CUDA error check that ends the program, a device buffer, the device-to-device copy bandwidth
+// their tables are measured against, and the time of a captured sequence of launches. CUDA runtime
+// only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>  // program_invocation_short_name (glibc)
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 namespace lector::bench {
@@ -53,6 +56,44 @@ inline double copyBandwidth()
     cudaEventDestroy(e1);
     std::sort(ms.begin(), ms.end());
     return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
+}
+
+// Microseconds per call: call(0 .. calls - 1) captured in one CUDA graph (kernels launched with PDL
+// chain as in a decode step), replayed 8 times, the median of the last 7. NaN when a call fails (the
+// error is cleared).
+inline double graphMicros(cudaStream_t stream, int calls, const std::function<bool(int)>& call)
+{
+    cudaGraph_t graph;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    bool ok = true;
+    for (int i = 0; i < calls; ++i) ok = call(i) && ok;
+    check(cudaStreamEndCapture(stream, &graph), "capture");
+    if (!ok) {
+        cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return NAN;
+    }
+    cudaGraphExec_t exec;
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int rep = 0; rep < 8; ++rep) {
+        cudaEventRecord(e0, stream);
+        check(cudaGraphLaunch(exec, stream), "replay");
+        cudaEventRecord(e1, stream);
+        check(cudaEventSynchronize(e1), "replay");
+        float m = 0;
+        cudaEventElapsedTime(&m, e0, e1);
+        if (rep > 0) ms.push_back(m);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2] * 1000.0 / calls;
 }
 
 }  // namespace lector::bench

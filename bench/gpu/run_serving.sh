@@ -5,7 +5,8 @@
 #     (run while we build, before any timing of ours, on 4 cores of their own);
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
-#   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention);
+#   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention), and as the decode
+#     graphs launch it at 1 to 32 sequences (bench_decode_attention, checked against the CPU reference);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
@@ -40,7 +41,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm tst_model_runner $KTESTS > "$W/build.log" 2>&1
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -60,7 +61,7 @@ G=/tmp/hy/golden_page_1024.safetensors
 
 step "fused runner: parity (float16, bfloat16) and the decode step alone"
 timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
-  --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
+  --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,2,4,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
 echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner" 
 [ -n "${QUICK:-}" ] || timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
@@ -74,6 +75,12 @@ echo "no-PDL exit $?"; grep -E "^\| batch" "$W/runner_nopdl.md"
 step "paged decode attention alone (table 3)"
 timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
 grep -E "^\|" "$W/attention.md" | head -20
+
+step "decode attention as the graphs launch it (batch 1 to 32, contexts 1076 and 1332)"
+for c in 1076 1332; do
+  timeout 60 "$B/gpu/bench_decode_attention" --context $c > "$W/decode_attention_$c.md" 2>&1; echo "decode attention $c exit $?"
+  grep -E "MISMATCH|all checks|graph of|graphs of" "$W/decode_attention_$c.md" | grep -v " ok " | head -8
+done
 
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
@@ -109,8 +116,15 @@ def pages(g):  # every field but the timings
     rows = [json.loads(l) for l in open("%s/graph_sampler_%s_%s.jsonl" % (w, mode, g)) if l.strip()]
     return [{k: v for k, v in r.items() if k != "timing_ms"} for r in rows]
 a, b = pages("1"), pages("0")
-same = a == b and len(a) > 0 and not any(r.get("error") for r in a)
-print("graph sampler (%s): %d / %d pages, %s; first text %r" % (mode, len(a), len(b), "same results" if same else "DIFFERENT",
+ok = len(a) > 0 and not any(r.get("error") for r in a)
+# The three pages are the same image. Which of them meets which batch sizes (graphs of 1, 2, 4) depends
+# on timing, and a batch's kernels round differently, so at a near-tie one copy's text can part from
+# the others' (call 68: two copies alike, one apart from token 137). Both runs must then give the
+# same texts, in any order among the copies; a wrong draw would give a text neither run has.
+key = lambda r: json.dumps({k: v for k, v in r.items() if k != "image"}, sort_keys=True)
+verdict = ("same results" if a == b else "same results, in another order among the identical pages"
+           if sorted(map(key, a)) == sorted(map(key, b)) else "DIFFERENT") if ok else "FAILED"
+print("graph sampler (%s): %d / %d pages, %s; first text %r" % (mode, len(a), len(b), verdict,
       (a[0].get("text") or "")[:60] if a else None))
 PY
 done | tee "$W/graph_sampler.txt"

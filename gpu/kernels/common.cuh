@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 #include <utility>
 
 #include "gpu/kernels/types.h"
@@ -202,6 +203,37 @@ __device__ __forceinline__ uint4 pack16(const float (&v)[kVecElems<T>])
 __device__ __forceinline__ uint4 loadNc16(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// --- tensor cores ---
+
+// c += a * b on the tensor cores (mma.sync m16n8k16, float32 accumulators), T = __half or
+// __nv_bfloat16: a is the 16 x 16 row-major operand (four registers of two elements), b the 16 x 8
+// column-major one (two), c the 16 x 8 tile (lane g = lane / 4, t = lane % 4 holds rows g and g + 8,
+// columns 2t and 2t + 1). A dot product does not care in which order its k terms are summed, so callers
+// may permute k alike in a and b: the skinny GEMM and decode attention give each lane 16 contiguous bytes
+// of a row, which as they stand are the fragments of two products (skinny_gemm_tc.cu).
+template <class T>
+__device__ __forceinline__ void mmaM16N8K16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<T, __half>) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    } else {
+        static_assert(std::is_same_v<T, __nv_bfloat16>, "tensor-core products take 16-bit types");
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    }
+#else
+    (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+    __trap();
+#endif
+}
 
 // --- activations ---
 

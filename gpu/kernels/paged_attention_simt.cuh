@@ -5,12 +5,14 @@
 //
 // Inside a CTA: 4 warps take the partition's KV blocks round-robin; in a warp each token is read by
 // D / kVec lanes with one 16-byte load each (two tokens per warp step for 16-bit types), all 16
-// tokens of a block loaded before the first use. Partitions of more than one block per warp make one
-// pass (attendOnline): each warp loads a block's K and V together and keeps its own running max, sum
-// and p * v (online softmax), so each block costs one round trip to memory and the partition's
-// length is not bounded by shared memory. The short-partition and cluster variants, whose K and V are
-// mostly in registers before the wait, make two: pass 1 writes scaled logits to shared memory, the
-// block finds max and sum, pass 2 accumulates p * v. Warps merge through shared memory. With several
+// tokens of a block loaded before the first use. The two-pass variants of 16-bit types compute a
+// block's logits on the tensor cores instead, K loaded as mma fragments (kMmaLogits below).
+// Partitions of more than one block per warp make one pass (attendOnline): each warp loads a block's K
+// and V together and keeps its own running max, sum and p * v (online softmax), so each block costs
+// one round trip to memory and the partition's length is not bounded by shared memory. The
+// short-partition and cluster variants, whose K and V are mostly in registers before the wait, make
+// two: pass 1 writes scaled logits to shared memory, the block finds max and sum, pass 2 accumulates
+// p * v. Warps merge through shared memory. With several
 // partitions the CTA stores its unnormalised output, max and sum, and the last CTA of its (row, KV
 // head) to finish merges them (flash-decoding without a second kernel: a ticket counter per (row, KV
 // head), returned to zero by that last CTA).
@@ -429,20 +431,52 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
     }
     clusterArriveRelease();  // this CTA's pushes are visible to the cluster once everyone has arrived
     clusterWaitAcquire();
-    for (int t = threadIdx.x; t < slice; t += (kWarps * 32)) {
-        const int idx = rank * slice + t;
-        if (idx >= G * D) break;
-        const int g = idx / D;
+    // Each partition's weight per query head, exp(max_q - max) / total, into recvMax (its max is read
+    // once). Up to 32 (partition, head) pairs take one warp and meet through shuffles; more (G >= 4 with
+    // many partitions) loop. A serial loop over the partitions per output element, run by the few threads
+    // of the slice, cost about 0.8 us of the batch-1 step's attention (H200, bench_decode_attention).
+    float* weight = recvMax;
+    if (parts * G <= 32) {
+        if (threadIdx.x < 32) {
+            const int i = threadIdx.x;
+            const bool live = i < parts * G;
+            const float m = live ? recvMax[i] : -INFINITY, e = live ? recvSum[i] : 0.0f;
+            float top = m;  // lanes of one head: i % G equal, i.e. the lane bits above log2(G)
+#pragma unroll
+            for (int o = 16; o >= G; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+            const float base = top == -INFINITY ? 0.0f : top;  // no keys anywhere: zeros, not NaN
+            const float w = live ? softmaxExp<T>(m - base) : 0.0f;
+            float total = e * w;
+#pragma unroll
+            for (int o = 16; o >= G; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+            if (live) weight[i] = total > 0.0f ? w / total : 0.0f;
+        }
+    } else if (threadIdx.x < G) {
+        const int g = threadIdx.x;
         float m = -INFINITY;
         for (int q = 0; q < parts; ++q) m = fmaxf(m, recvMax[q * G + g]);
-        const float base = m == -INFINITY ? 0.0f : m;  // no keys anywhere: zeros, not NaN
-        float total = 0.0f, v = 0.0f;
+        const float base = m == -INFINITY ? 0.0f : m;
+        float total = 0.0f;
+        for (int q = 0; q < parts; ++q) total += recvSum[q * G + g] * softmaxExp<T>(recvMax[q * G + g] - base);
         for (int q = 0; q < parts; ++q) {
             const float w = softmaxExp<T>(recvMax[q * G + g] - base);
-            total += recvSum[q * G + g] * w;
-            v = fmaf(recvOut[q * slice + t], w, v);
+            weight[q * G + g] = total > 0.0f ? w / total : 0.0f;
         }
-        out[idx] = fromFloat<T>(total > 0.0f ? v / total : 0.0f);
+    }
+    __syncthreads();
+    // Output element t of the slice: kSplit threads each sum every kSplit-th partition, then shuffles.
+    constexpr int kSplit = 8, kPerPass = kWarps * 32 / kSplit;
+    const int j = threadIdx.x % kSplit;
+    for (int t0 = 0; t0 < slice; t0 += kPerPass) {
+        const int t = t0 + threadIdx.x / kSplit, idx = rank * slice + t;
+        const bool live = t < slice && idx < G * D;  // uniform over the kSplit lanes of an element
+        const int g = live ? idx / D : 0;
+        float v = 0.0f;
+        if (live)
+            for (int q = j; q < parts; q += kSplit) v = fmaf(recvOut[q * slice + t], weight[q * G + g], v);
+#pragma unroll
+        for (int o = kSplit / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (live && j == 0) out[idx] = fromFloat<T>(v);
     }
 #else
     // Clusters need sm_90; pagedAttentionClusterFits() never lets this variant launch below it.
@@ -496,6 +530,19 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     const int64_t tokenStride = int64_t(a.numKvHeads) * D;  // elements between tokens of a block
     const T* kHead = static_cast<const T*>(a.keyCache) + int64_t(kvHead) * D + sub * kVec;
     const T* vHead = static_cast<const T*>(a.valueCache) + int64_t(kvHead) * D + sub * kVec;
+    // Tensor-core logits (the two-pass variants, 16-bit types): mma.sync m16n8k16 with a block's 16 keys
+    // as the 16-row operand and the query heads as the 8-wide one (zero past G). K is then held as mma
+    // fragments: register s = 2c + h of lane (g8, t4) is key g8 + 8h of the block, dims 32c + 8 t4 .. + 8
+    // (the k order inside each 32 dims is permuted alike for K and q, as in skinny_gemm_tc.cu). A block's
+    // logits take D / 16 products instead of the 16-lane dot products and their shuffles, which made pass 1
+    // the longest part of the batch-1 step's attention (H200, bench_decode_attention: ~880 instructions
+    // per warp after the wait, one warp per scheduler). V keeps the token-per-16-lanes layout. The one-pass
+    // variant (many sequences) is bound by bandwidth, not by its instructions, and keeps the SIMT logits.
+    constexpr bool kMmaLogits = !kOnline && sizeof(T) == 2 && D % 32 == 0 && G <= 8;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    auto kMmaOffset = [&](int s) {  // elements from the block's first key, lane (g8, t4), register s
+        return int64_t(g8 + 8 * (s & 1)) * tokenStride + 32 * (s >> 1) + 8 * t4 - sub * kVec;
+    };
 
     constexpr int kPre = kPreBlocks > 0 ? kPreBlocks : 1;
     uint4 kReg[kPre][kSteps], vReg[kPre][kSteps];
@@ -507,9 +554,12 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         const int newest = r.numKeys - 1 - (firstPage + warp + j * kWarps) * kKvBlockSize;  // in that block
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
+            if constexpr (kMmaLogits) {
+                if (!onlyNewest || g8 + 8 * (s & 1) == newest) kReg[j][s] = loadNc16(kPreBlock[j] + kMmaOffset(s));
+            }
             const int t = s * kTokensPerStep + tokInStep;
             if (onlyNewest && t != newest) continue;
-            kReg[j][s] = loadNc16(kPreBlock[j] + t * tokenStride);
+            if constexpr (!kMmaLogits) kReg[j][s] = loadNc16(kPreBlock[j] + t * tokenStride);
             vReg[j][s] = loadNc16(vPreBlock[j] + t * tokenStride);
         }
     };
@@ -526,6 +576,9 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
             kPreBlock[j] = kHead + int64_t(preValid[j] ? block : 0) * kKvBlockSize * tokenStride;
             vPreBlock[j] = vHead + int64_t(preValid[j] ? block : 0) * kKvBlockSize * tokenStride;
             if (preValid[j] && early) loadPre(j, false);
+            if (!preValid[j])  // a masked block: its logits are -inf and p * V skips it, but no garbage
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s) kReg[j][s] = vReg[j][s] = make_uint4(0, 0, 0, 0);
         }
     }
     gridDependencyWait();
@@ -556,11 +609,18 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
 
     float q[G][kVec];
     const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
+    [[maybe_unused]] uint4 qFrag[kMmaLogits ? D / 32 : 1];  // query head g8 (zero past G), dims 32c + 8 t4 ..
+    if constexpr (kMmaLogits) {
+        const T* qHead = static_cast<const T*>(a.query) + row * a.queryRowStride + (kvHead * G + min(g8, G - 1)) * D + 8 * t4;
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
+        for (int c = 0; c < D / 32; ++c) qFrag[c] = g8 < G ? loadNc16(qHead + 32 * c) : make_uint4(0, 0, 0, 0);
+    } else {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
+        for (int g = 0; g < G; ++g) {
+            const Vec16<T> v = unpack16<T>(loadNc16(qRow + g * D));
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
+        }
     }
 
     float maxLogit[G], sum[G];
@@ -573,49 +633,72 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         float localMax[G];
 #pragma unroll
         for (int g = 0; g < G; ++g) localMax[g] = -INFINITY;
-        for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
-            const int page = firstPage + pg;
-            uint4 raw[kSteps];
-            bool valid = false;
-            if (kPreBlocks > 0 && j < kPreBlocks) {
+        // The logits of one block (K in `raw`; an invalid block's are -inf) into shared memory.
+        auto logitsOf = [&](int page, const uint4 (&raw)[kSteps], bool valid) {
+            if constexpr (kMmaLogits) {
+                // c[e]: key g8 + 8 (e / 2) of the block, query head 2 t4 + e % 2. Keys past the context
+                // (stale cache rows, maybe NaN) only reach their own rows of c, which are not stored.
+                float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-                for (int jj = 0; jj < kPre; ++jj) {  // registers stay registers: select, not index
-                    if (jj != j) continue;
-                    valid = preValid[jj];
+                for (int cc = 0; cc < D / 32; ++cc) {
+                    const uint4 lo = raw[2 * cc], hi = raw[2 * cc + 1], qb = qFrag[cc];
+                    mmaM16N8K16<T>(c, lo.x, hi.x, lo.y, hi.y, qb.x, qb.y);
+                    mmaM16N8K16<T>(c, lo.z, hi.z, lo.w, hi.w, qb.z, qb.w);
+                }
 #pragma unroll
-                    for (int s = 0; s < kSteps; ++s) raw[s] = valid ? kReg[jj][s] : make_uint4(0, 0, 0, 0);
+                for (int e = 0; e < 4; ++e) {
+                    const int t = page * kKvBlockSize + g8 + 8 * (e >> 1), head = 2 * t4 + (e & 1);
+                    if (head < G && t < end) {
+                        const float l = valid ? c[e] * a.scale : -INFINITY;
+                        logits[head * a.partitionLen + t - start] = l;
+#pragma unroll
+                        for (int g = 0; g < G; ++g)
+                            if (g == head) localMax[g] = fmaxf(localMax[g], l);  // select, not index
+                    }
                 }
             } else {
-                const int32_t block = table[page];
-                valid = block >= 0 && block < a.numBlocks;  // warp-uniform
-                const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
 #pragma unroll
-                for (int s = 0; s < kSteps; ++s)
-                    raw[s] = valid ? loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride)
-                                   : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int s = 0; s < kSteps; ++s) {
-                const Vec16<T> k = unpack16<T>(raw[s]);
-                float dot[G];
-#pragma unroll
-                for (int g = 0; g < G; ++g) {
-                    dot[g] = 0.0f;
-#pragma unroll
-                    for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
-#pragma unroll
-                    for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-                }
-                const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
-                if (t < end) {
+                for (int s = 0; s < kSteps; ++s) {
+                    const Vec16<T> k = unpack16<T>(raw[s]);
+                    float dot[G];
 #pragma unroll
                     for (int g = 0; g < G; ++g) {
-                        const float l = valid ? dot[g] : -INFINITY;
-                        if (sub == 0) logits[g * a.partitionLen + t - start] = l;
-                        localMax[g] = fmaxf(localMax[g], l);
+                        dot[g] = 0.0f;
+#pragma unroll
+                        for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
+#pragma unroll
+                        for (int o = kLanesPerToken / 2; o > 0; o >>= 1)
+                            dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                    }
+                    const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
+                    if (t < end) {
+#pragma unroll
+                        for (int g = 0; g < G; ++g) {
+                            const float l = valid ? dot[g] : -INFINITY;
+                            if (sub == 0) logits[g * a.partitionLen + t - start] = l;
+                            localMax[g] = fmaxf(localMax[g], l);
+                        }
                     }
                 }
             }
+        };
+        // The blocks loaded before the wait, in iterations unrolled at compile time (so kReg[j] stays
+        // in registers without selects), then the rest of the warp's blocks, loaded here.
+#pragma unroll
+        for (int j = 0; j < kPreBlocks; ++j)
+            if (warp + j * kWarps < numPages) logitsOf(firstPage + warp + j * kWarps, kReg[j], preValid[j]);
+        for (int pg = warp + kPreBlocks * kWarps; pg < numPages; pg += kWarps) {
+            const int page = firstPage + pg;
+            const int32_t block = table[page];
+            const bool valid = block >= 0 && block < a.numBlocks;  // warp-uniform
+            const T* kBlock = kHead + int64_t(valid ? block : 0) * kKvBlockSize * tokenStride;
+            uint4 raw[kSteps];
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s)
+                raw[s] = !valid      ? make_uint4(0, 0, 0, 0)
+                         : kMmaLogits ? loadNc16(kBlock + kMmaOffset(s))
+                                      : loadNc16(kBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+            logitsOf(page, raw, valid);
         }
 #pragma unroll
         for (int g = 0; g < G; ++g) {
@@ -659,27 +742,8 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         for (int g = 0; g < G; ++g)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-        for (int pg = warp, j = 0; pg < numPages; pg += kWarps, ++j) {
-            const int page = firstPage + pg;
-            uint4 raw[kSteps];
-            if (kPreBlocks > 0 && j < kPreBlocks) {
-                bool valid = false;
-#pragma unroll
-                for (int jj = 0; jj < kPre; ++jj) {
-                    if (jj != j) continue;
-                    valid = preValid[jj];
-#pragma unroll
-                    for (int s = 0; s < kSteps; ++s) raw[s] = vReg[jj][s];
-                }
-                if (!valid) continue;  // warp-uniform; its weights are 0
-            } else {
-                const int32_t block = table[page];
-                if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform; its weights are 0
-                const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
-#pragma unroll
-                for (int s = 0; s < kSteps; ++s)
-                    raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
-            }
+        // p * V of one valid block (V in `raw`).
+        auto accumulate = [&](int page, const uint4 (&raw)[kSteps]) {
 #pragma unroll
             for (int s = 0; s < kSteps; ++s) {
                 const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
@@ -692,6 +756,20 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                     for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(p, v.v[e], acc[g][e]);
                 }
             }
+        };
+        // An invalid block's weights are 0: skipped (warp-uniform).
+#pragma unroll
+        for (int j = 0; j < kPreBlocks; ++j)
+            if (warp + j * kWarps < numPages && preValid[j]) accumulate(firstPage + warp + j * kWarps, vReg[j]);
+        for (int pg = warp + kPreBlocks * kWarps; pg < numPages; pg += kWarps) {
+            const int page = firstPage + pg;
+            const int32_t block = table[page];
+            if (block < 0 || block >= a.numBlocks) continue;
+            const T* vBlock = vHead + int64_t(block) * kKvBlockSize * tokenStride;
+            uint4 raw[kSteps];
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) raw[s] = loadNc16(vBlock + (s * kTokensPerStep + tokInStep) * tokenStride);
+            accumulate(page, raw);
         }
         // Tokens of one warp step share dims: fold the step's token groups, then the warps.
 #pragma unroll

@@ -61,23 +61,6 @@ __host__ __device__ inline Layout layoutOf(int rows, int k, int split, bool twoI
     return l;
 }
 
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1)
-{
-    if constexpr (std::is_same_v<T, __half>) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    } else {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    }
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters (the kernel below runs only on sm_90+)
 __device__ __forceinline__ void copyAsync16(void* smemDst, const void* src)
 {
@@ -223,8 +206,8 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
 #pragma unroll
                 for (int j = 0; j < kTiles; ++j) {
                     const uint4 xb = *reinterpret_cast<const uint4*>(xLane + j * 8 * l.xStride + (b0 + u) * kKBlock * 2);
-                    mma16816<T>(acc[j], lo.x, hi.x, lo.y, hi.y, xb.x, xb.y);
-                    mma16816<T>(acc[j], lo.z, hi.z, lo.w, hi.w, xb.z, xb.w);
+                    mmaM16N8K16<T>(acc[j], lo.x, hi.x, lo.y, hi.y, xb.x, xb.y);
+                    mmaM16N8K16<T>(acc[j], lo.z, hi.z, lo.w, hi.w, xb.z, xb.w);
                 }
             }
         }

@@ -202,7 +202,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
         {"attention (graph: 8192, p256)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 256); }},
         {"attention (graph: 8192, p512)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, 512); }},
         {"attention (ctx, p64)", L, [&] { gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, table, lens, context + 1, scale, 64); }},
-        {"attention (graph: 8192, row partitions, the graphs' choice from 4 rows)", L, [&] {
+        {"attention (graph: 8192, row partitions, the graphs' choice from 8 rows)", L, [&] {
              gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, graphTable, lens, 8192, scale, -1, 0,
                                        gpu::pagedDecodeRowPartitions(b, hk, q.device()));
          }},
