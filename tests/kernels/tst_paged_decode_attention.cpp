@@ -4,6 +4,7 @@
 // shuffled block ids, GQA, split-K on and off.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpu/ref/paged_decode_attention_ref.h"
@@ -146,6 +147,34 @@ LECTOR_TEST(referenceGivesZerosForEmptyContext)
     LECTOR_CHECK(!at::isnan(out[1]).any().item<bool>());
 }
 
+LECTOR_TEST(referenceSkipsBlockIdsOutsideThePool)
+{
+    // A block id outside [0, numBlocks) masks its 16 keys (negative, or past the pool): the reference
+    // equals dense attention over the other keys. (Every slot outside a sequence's blocks is NaN, so
+    // reading a masked block would show.)
+    kt::PagedKv kv = kt::makePagedKv({77, 100}, 8, kHeadDim, at::kFloat, 17);
+    const kt::PagedKv whole = kv;
+    kv.blockTable = kv.blockTable.clone();
+    kv.blockTable[0][2] = -1;
+    kv.blockTable[1][0] = kv.numBlocks + 1;
+    kv.blockTable[1][6] = kv.numBlocks;  // the partial last block
+    const at::Tensor query = kt::randn({2, 16, kHeadDim}, 18);
+    const double scale = 1.0 / std::sqrt(double(kHeadDim));
+    const std::vector<std::vector<int>> masked{{2}, {0, 6}};
+    std::vector<at::Tensor> rows;
+    for (int s = 0; s < 2; ++s) {
+        std::vector<int64_t> keep;  // token indices of the unmasked blocks
+        for (int t = 0; t < kv.contexts[s]; ++t)
+            if (std::find(masked[s].begin(), masked[s].end(), t / 16) == masked[s].end()) keep.push_back(t);
+        const at::Tensor idx = at::tensor(keep, at::kLong);
+        const at::Tensor k = whole.gather(whole.keyCache, s).index_select(0, idx).to(at::kDouble);
+        const at::Tensor v = whole.gather(whole.valueCache, s).index_select(0, idx).to(at::kDouble);
+        rows.push_back(kt::naiveAttention(query[s].unsqueeze(0).to(at::kDouble), k, v, scale, -1));
+    }
+    kt::expectClose("ref with masked blocks vs float64 over the rest", runReference(kv, query, scale), at::cat(rows, 0),
+                    1e-10);
+}
+
 LECTOR_TEST(rowPartitionsMakeAboutOneWave)
 {
     // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): rounded to
@@ -272,24 +301,43 @@ LECTOR_TEST(cudaClusterMergeMatchesReference)
 LECTOR_TEST(cudaReadsStridedQueriesAndSkipsBadBlockIds)
 {
     kt::requireCuda();
-    // Queries as a view of a fused QKV row ([seqs, (16 + 8 + 8) * 128]); one sequence's table points
-    // one block outside the pool, which both the reference and the kernel must treat as masked.
-    const kt::PagedKv kv = kt::makePagedKv({40, 77}, 8, kHeadDim, at::kHalf, 23);
+    // Queries as a view of a fused QKV row ([seqs, (16 + 8 + 8) * 128]); block ids outside the pool,
+    // which the reference and every variant of the kernel must treat as masked: one past the pool and
+    // one negative, in a block a warp loads before the wait (64-key partitions, the cluster merge) and in
+    // one it loads on use (the cluster of 2 over 700 keys: 22 blocks a CTA, up to 6 a warp).
+    const kt::PagedKv kv = kt::makePagedKv({40, 77, 700}, 8, kHeadDim, at::kHalf, 23);
     at::Tensor table = kv.blockTable.clone();
     table[1][2] = kv.numBlocks + 5;
+    table[2][3] = -1;
+    table[2][40] = kv.numBlocks;
     kt::PagedKv bad = kv;
     bad.blockTable = table;
-    const at::Tensor qkv = kt::randn({2, 32 * kHeadDim}, 24, at::kHalf);
-    const at::Tensor query = qkv.slice(1, 0, 16 * kHeadDim).view({2, 16, kHeadDim});
+    const at::Tensor qkv = kt::randn({3, 32 * kHeadDim}, 24, at::kHalf);
+    const at::Tensor query = qkv.slice(1, 0, 16 * kHeadDim).view({3, 16, kHeadDim});
     kt::PagedKv bad32 = bad;
     bad32.keyCache = bad.keyCache.to(at::kFloat);
     bad32.valueCache = bad.valueCache.to(at::kFloat);
     const at::Tensor ref = runReference(bad32, query.to(at::kFloat).contiguous(), 0.09);
-    const at::Tensor out = at::full({2, 16, kHeadDim}, NAN, query.options().device(at::kCUDA));
-    lector::gpu::pagedDecodeAttention(out, qkv.cuda().slice(1, 0, 16 * kHeadDim).view({2, 16, kHeadDim}),
-                                      kv.keyCache.cuda(), kv.valueCache.cuda(), table.cuda(), kv.contextLens.cuda(),
-                                      77, 0.09, 0);
-    kt::expectClose("strided query, block id outside the pool", out, ref, kt::nmseBound(at::kHalf));
+    const at::Tensor qkvGpu = qkv.cuda(), keys = kv.keyCache.cuda(), values = kv.valueCache.cuda();
+    const at::Tensor tableGpu = table.cuda(), lens = kv.contextLens.cuda();
+    const int64_t gridContext = table.size(1) * 16;
+    struct Split {
+        const char* name;
+        int64_t context, partition, cluster, rows;
+    };
+    std::vector<Split> splits{{"no split", 700, 0, 0, 0},
+                              {"64-key partitions", gridContext, 64, 0, 0},
+                              {"row partitions 3", gridContext, -1, 0, 3}};
+    for (int64_t parts : {16, 2})
+        if (lector::gpu::pagedDecodeClusterPartitions(keys, 16, gridContext, 16) == 16)
+            splits.push_back({parts == 16 ? "cluster of 16" : "cluster of 2", gridContext, -1, parts, 0});
+    for (const Split& sp : splits) {
+        const at::Tensor out = at::full({3, 16, kHeadDim}, NAN, query.options().device(at::kCUDA));
+        lector::gpu::pagedDecodeAttention(out, qkvGpu.slice(1, 0, 16 * kHeadDim).view({3, 16, kHeadDim}), keys, values,
+                                          tableGpu, lens, sp.context, 0.09, sp.partition, sp.cluster, sp.rows);
+        kt::expectClose(std::string("strided query, block ids outside the pool, ") + sp.name, out, ref,
+                        kt::nmseBound(at::kHalf));
+    }
 }
 
 LECTOR_TEST(cudaRejectsUnsupportedShapes)
