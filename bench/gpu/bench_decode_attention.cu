@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -46,13 +45,15 @@ int numSms()
     return n;
 }
 
-// How the decode graphs split attention for `batch` sequences (core/runner/model_runner.cpp,
-// useGraphAttention): one sequence a cluster of 16, two to four 64-key partitions, more row partitions.
+// A split of the launch (PagedDecodeAttentionParams' partitionSize, clusterPartitions, rowPartitions).
 struct Variant {
     std::string name;
     int partitionSize = 0, clusterPartitions = 0, rowPartitions = 0;
 };
 
+// The splits timed at `batch` sequences, the decode graphs' choice among them (core/runner/
+// model_runner.cpp, useGraphAttention): one sequence a cluster of 16, two to four 64-key partitions,
+// more row partitions. The graphs' choice comes first at 1 to 4 sequences, last from 8.
 std::vector<Variant> variantsFor(int batch)
 {
     std::vector<Variant> v;

@@ -344,7 +344,8 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
 constexpr int kMaxClusterParts = kDecodeMaxClusterPartitions;  // non-portable above 8
 
 // The cluster variant's CTAs have 4 warps, each loading up to two blocks before the wait (16 partitions:
-// 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes), 224 registers.
+// 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes); 209 registers for
+// 16-bit types and two query heads per KV head.
 // 8 warps of one block each were slower in the chain (H200, perf.md call 48: batch-1 step 0.747 ms
 // against 0.680 with the ticket): at 256 threads x 151 registers the CTAs leave no room on the SM for the
 // next kernel's CTAs, which under PDL load their weights while attention runs.
