@@ -49,22 +49,28 @@ int numSms()
 struct Variant {
     std::string name;
     int partitionSize = 0, clusterPartitions = 0, rowPartitions = 0;
+    bool graphs = false;  // the decode graphs' choice at this batch
 };
 
-// The splits timed at `batch` sequences, the decode graphs' choice among them (core/runner/
+// The splits timed at `batch` sequences, with the decode graphs' choice among them (core/runner/
 // model_runner.cpp, useGraphAttention): one sequence a cluster of 16, two to four 64-key partitions,
-// more row partitions. The graphs' choice comes first at 1 to 4 sequences, last from 8.
+// more row partitions.
 std::vector<Variant> variantsFor(int batch)
 {
     std::vector<Variant> v;
+    bool cluster16 = false;  // the graph of 1 takes it where the device runs it, else 64-key partitions
     if (batch == 1)
         for (int parts : {16, 8, 4})
             if (gpu::pagedDecodeClusterPartitionLen(kGraphContext, parts) <= gpu::kDecodeMaxPartition &&
-                gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext))
-                v.push_back({"cluster of " + std::to_string(parts) + (parts == 16 ? " (graph of 1)" : ""), 0, parts, 0});
-    v.push_back({std::string("64-key partitions") + (batch == 2 || batch == 4 ? " (graphs of 2 and 4)" : ""), 64, 0, 0});
+                gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)) {
+                v.push_back({"cluster of " + std::to_string(parts), 0, parts, 0, parts == 16});
+                cluster16 = cluster16 || parts == 16;
+            }
+    v.push_back({"64-key partitions", 64, 0, 0, (batch == 1 && !cluster16) || (batch >= 2 && batch <= 4)});
     const int rows = gpu::pagedDecodeRowPartitions(batch, kKvHeads, numSms());
-    v.push_back({"row partitions " + std::to_string(rows) + (batch >= 8 ? " (graphs of 8 and more)" : ""), 0, 0, rows});
+    v.push_back({"row partitions " + std::to_string(rows), 0, 0, rows, batch >= 8});
+    for (Variant& x : v)
+        if (x.graphs) x.name += " (the graphs' choice)";
     return v;
 }
 
@@ -227,7 +233,7 @@ int main(int argc, char** argv)
         for (int b : batches) {
             const Setup s = makeSetup(b, context);
             const std::vector<Variant> all = variantsFor(b);
-            const Variant v = b >= 8 ? all.back() : all.front();  // the graphs' choice
+            const Variant v = *std::find_if(all.begin(), all.end(), [](const Variant& x) { return x.graphs; });
             for (int l = 0; l < 3; ++l) check(gpu::launchPagedDecodeAttention(params(s, v, l), stream), v.name.c_str());
             check(cudaStreamSynchronize(stream), "profile");
             std::printf("profiled batch %d: %s\n", b, v.name.c_str());

@@ -201,16 +201,12 @@ struct Projection {
 // k x rows, C of n x rows), through each of the first kMaxAlgos algorithms cuBLASLt's heuristic offers,
 // each timed like the rest of this file (20 calls in a graph, a cold weight copy per call). Prints the
 // heuristic's first choice (what GemmEx runs), the best one and its tile and split-K.
-void ltSweep(cudaStream_t stream, const std::vector<std::unique_ptr<Buffer>>& ws, int copies, const void* x, void* out, int rows,
-             int n, int k, double gemmExUs, const char* name, double floorUs)
+void ltSweep(cudaStream_t stream, cublasLtHandle_t lt, const Buffer& workspace,
+             const std::vector<std::unique_ptr<Buffer>>& ws, const void* x, void* out, int rows, int n, int k,
+             double gemmExUs, const char* name, double floorUs)
 {
     constexpr int kMaxAlgos = 24;
-    static cublasLtHandle_t lt = [] {
-        cublasLtHandle_t h = nullptr;
-        cublasLtCreate(&h);
-        return h;
-    }();
-    static Buffer workspace(size_t(32) << 20);
+    const int copies = static_cast<int>(ws.size());
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulPreference_t pref = nullptr;
@@ -253,6 +249,45 @@ void ltSweep(cudaStream_t stream, const std::vector<std::unique_ptr<Buffer>>& ws
     cublasLtMatrixLayoutDestroy(b);
     cublasLtMatrixLayoutDestroy(c);
     cublasLtMatmulDescDestroy(op);
+}
+
+// --lt: each plain projection at 8 to 256 rows, GemmEx against every algorithm cuBLASLt offers.
+int ltTable()
+{
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return 1;
+    cublasSetStream(blas, stream);
+    const Buffer workspace(size_t(32) << 20);
+    const double bw = bench::copyBandwidth();
+    std::printf("## cuBLASLt's algorithms, float16 out, us per call (20 calls in a CUDA graph, weights cold in L2; "
+                "GemmEx is what at::linear runs)\n\ncopy bandwidth %.0f GB/s\n\n"
+                "| projection | rows | weight floor | GemmEx | heuristic #0 | algorithms | best |  GemmEx / best |\n"
+                "|---|---|---|---|---|---|---|---|\n",
+                bw / 1e9);
+    const Projection plain[] = {{"qkv", 4096, 1024, false, false},   {"o", 1024, 2048, false, false},
+                                {"gate/up", 7168, 1024, false, false}, {"down", 1024, 3584, false, false},
+                                {"lm head", 120818, 1024, false, false}};
+    for (const Projection& pr : plain) {
+        const size_t wBytes = size_t(pr.n) * pr.k * 2;
+        const auto ws = weightCopies(wBytes);
+        Buffer x(size_t(256) * pr.k * 2), out(size_t(256) * pr.n * 2);
+        check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
+        for (int rows : {8, 16, 32, 64, 128, 256}) {
+            const float one = 1.0f, zero = 0.0f;
+            const double gemmEx = graphMicros(stream, [&](int i) {
+                return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % ws.size()]->ptr,
+                                    CUDA_R_16F, pr.k, x.ptr, CUDA_R_16F, pr.k, &zero, out.ptr, CUDA_R_16F, pr.n,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+            });
+            ltSweep(stream, lt, workspace, ws, x.ptr, out.ptr, rows, pr.n, pr.k, gemmEx, pr.name, wBytes / bw * 1e6);
+        }
+    }
+    cublasLtDestroy(lt);
+    cublasDestroy(blas);
+    return 0;
 }
 
 // Plain launches (no graph) for a profiler: qkv through the tensor-core engine at 1, 8 and 32 rows
@@ -298,14 +333,11 @@ int profileLaunches()
 
 int main(int argc, char** argv)
 {
-    // --lt: only the cuBLASLt table; --profile: a few plain launches of chosen cases (for ncu), no timing.
-    const bool ltOnly = argc > 1 && std::strcmp(argv[1], "--lt") == 0;
-    const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
     std::printf("# bench_skinny_gemm\n\n");
-    if (profile) return profileLaunches();
-    if (!ltOnly) std::printf("## check against the CPU reference\n\n| engine | dtype | rows x n x k | nmse | ok |\n|---|---|---|---|---|\n");
+    if (argc > 1 && std::strcmp(argv[1], "--lt") == 0) return ltTable();
+    if (argc > 1 && std::strcmp(argv[1], "--profile") == 0) return profileLaunches();
+    std::printf("## check against the CPU reference\n\n| engine | dtype | rows x n x k | nmse | ok |\n|---|---|---|---|---|\n");
     for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
-        if (ltOnly) break;
         for (const Case& c : {Case{1, 37, 64}, Case{5, 1000, 264}, Case{8, 1027, 3584, true}, Case{1, 4096, 1024, false, true},
                               Case{3, 1000, 1024, false, true}, Case{6, 1027, 1024, false, true},
                               Case{8, 4101, 1024, false, true}})
@@ -338,7 +370,6 @@ int main(int argc, char** argv)
                                       {"down (silu-mul input)", 1024, 3584, true, false},
                                       {"lm head (float32 out)", 120818, 1024, false, true}};
     for (const Projection& pr : projections) {
-        if (ltOnly) break;
         const size_t wBytes = size_t(pr.n) * pr.k * 2;
         const auto ws = weightCopies(wBytes);
         const int copies = static_cast<int>(ws.size());
@@ -391,29 +422,6 @@ int main(int argc, char** argv)
                         f(wBytes / bw * 1e6).c_str(), f(simt).c_str(), f(tc).c_str(), f(splits[0]).c_str(),
                         f(splits[1]).c_str(), f(splits[2]).c_str(), f(splits[3]).c_str(), f(blasUs).c_str(),
                         blasUs / best);
-        }
-    }
-    if (ltOnly)
-        std::printf("\n## cuBLASLt's algorithms, float16 out, us per call (as above; GemmEx is what at::linear runs)\n\n"
-                "| projection | rows | weight floor | GemmEx | heuristic #0 | algorithms | best |  GemmEx / best |\n|---|---|---|---|---|---|---|---|\n");
-    const Projection plain[] = {{"qkv", 4096, 1024, false, false},   {"o", 1024, 2048, false, false},
-                                {"gate/up", 7168, 1024, false, false}, {"down", 1024, 3584, false, false},
-                                {"lm head", 120818, 1024, false, false}};
-    for (const Projection& pr : plain) {
-        if (!ltOnly) break;
-        const size_t wBytes = size_t(pr.n) * pr.k * 2;
-        const auto ws = weightCopies(wBytes);
-        const int copies = static_cast<int>(ws.size());
-        Buffer x(size_t(256) * pr.k * 2), out(size_t(256) * pr.n * 2);
-        check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
-        for (int rows : {8, 16, 32, 64, 128, 256}) {
-            const float one = 1.0f, zero = 0.0f;
-            const double gemmEx = graphMicros(stream, [&](int i) {
-                return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % copies]->ptr, CUDA_R_16F,
-                                    pr.k, x.ptr, CUDA_R_16F, pr.k, &zero, out.ptr, CUDA_R_16F, pr.n, CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
-            });
-            ltSweep(stream, ws, copies, x.ptr, out.ptr, rows, pr.n, pr.k, gemmEx, pr.name, wBytes / bw * 1e6);
         }
     }
     cublasDestroy(blas);

@@ -56,7 +56,7 @@ struct RunnerOptions {
     // Decode graphs of up to this many sequences split attention into a fixed cluster of partitions per
     // sequence, merged through distributed shared memory (gpu::pagedDecodeAttention's clusterPartitions),
     // where the device runs it (sm_90); 0: the split-K ticket everywhere. One sequence is 128 CTAs of 4
-    // warps and 209 registers each, about one per SM of an H200 (measured only at one sequence).
+    // warps and about 200 registers each, about one per SM of an H200 (measured only at one sequence).
     int attentionClusterMaxBatch = 1;
 };
 

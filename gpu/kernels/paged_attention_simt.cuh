@@ -344,7 +344,7 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
 constexpr int kMaxClusterParts = kDecodeMaxClusterPartitions;  // non-portable above 8
 
 // The cluster variant's CTAs have 4 warps, each loading up to two blocks before the wait (16 partitions:
-// 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes); 209 registers for
+// 2048 tokens) for 16-bit types, one for float32 (whose tokens take twice the lanes); about 200 registers for
 // 16-bit types and two query heads per KV head.
 // 8 warps of one block each were slower in the chain (H200, perf.md call 48: batch-1 step 0.747 ms
 // against 0.680 with the ticket): at 256 threads x 151 registers the CTAs leave no room on the SM for the
@@ -458,11 +458,12 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
         for (int q = 0; q < parts; ++q) m = fmaxf(m, recvMax[q * G + g]);
         const float base = m == -INFINITY ? 0.0f : m;
         float total = 0.0f;
-        for (int q = 0; q < parts; ++q) total += recvSum[q * G + g] * softmaxExp<T>(recvMax[q * G + g] - base);
-        for (int q = 0; q < parts; ++q) {
+        for (int q = 0; q < parts; ++q) {  // each entry is read before this thread overwrites it
             const float w = softmaxExp<T>(recvMax[q * G + g] - base);
-            weight[q * G + g] = total > 0.0f ? w / total : 0.0f;
+            total += recvSum[q * G + g] * w;
+            weight[q * G + g] = w;
         }
+        for (int q = 0; q < parts; ++q) weight[q * G + g] = total > 0.0f ? weight[q * G + g] / total : 0.0f;
     }
     __syncthreads();
     // Output element t of the slice: kSplit threads each sum every kSplit-th partition, then shuffles.
