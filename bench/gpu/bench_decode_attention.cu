@@ -202,17 +202,6 @@ double graphMicros(cudaStream_t stream, const Setup& s, const Variant& v)
     });
 }
 
-std::vector<int> parseList(const char* s)
-{
-    std::vector<int> out;
-    for (const char* p = s; *p;) {
-        out.push_back(std::atoi(p));
-        while (*p && *p != ',') ++p;
-        if (*p == ',') ++p;
-    }
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
@@ -223,7 +212,7 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--profile")) profile = true;
         else if (!std::strcmp(argv[i], "--context") && i + 1 < argc) context = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) batches = parseList(argv[++i]);
+        else if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) batches = bench::parseList(argv[++i]);
     }
     std::printf("# bench_decode_attention: context %d, %d query / %d KV heads of %d, float16\n\n", context, kQHeads,
                 kKvHeads, kHeadDim);

@@ -1,7 +1,8 @@
-// What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention)
-// share: a CUDA error check that ends the program, a device buffer, the device-to-device copy bandwidth
-// their tables are measured against, and the time of a captured sequence of launches. CUDA runtime
-// only; header-only, so each bench still builds with one nvcc line.
+// What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention,
+// bench_decode_step) share: a CUDA error check that ends the program, a device buffer, the
+// device-to-device copy bandwidth their tables are measured against, the time of a captured sequence of
+// launches, and a list argument. CUDA runtime only; header-only, so each bench still builds with one
+// nvcc line.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -94,6 +95,18 @@ inline double graphMicros(cudaStream_t stream, int calls, const std::function<bo
     cudaGraphDestroy(graph);
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2] * 1000.0 / calls;
+}
+
+// "1,2,32" -> {1, 2, 32}: the benches' lists of batch sizes.
+inline std::vector<int> parseList(const char* s)
+{
+    std::vector<int> out;
+    for (const char* p = s; *p;) {
+        out.push_back(std::atoi(p));
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+    }
+    return out;
 }
 
 }  // namespace lector::bench

@@ -7,6 +7,8 @@
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention), and as the decode
 #     graphs launch it at 1 to 32 sequences (bench_decode_attention, checked against the CPU reference);
+#   - the decode step of 1 and 2 sequences with every kernel ours, each part left out in turn
+#     (bench_decode_step: what each part costs in the chain);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
@@ -41,7 +43,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention tst_model_runner $KTESTS > "$W/build.log" 2>&1
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention bench_decode_step tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -81,6 +83,10 @@ for c in 1076 1332; do
   timeout 60 "$B/gpu/bench_decode_attention" --context $c > "$W/decode_attention_$c.md" 2>&1; echo "decode attention $c exit $?"
   grep -E "MISMATCH|all checks|graphs' choice" "$W/decode_attention_$c.md" | grep -v " ok " | head -8
 done
+
+step "the decode step of 1 and 2 sequences taken apart (each part left out in turn, every kernel ours)"
+timeout 90 "$B/gpu/bench_decode_step" --batches 1,2 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
+grep -E "^## |^\| (as the|without|attention in)|NOT FINITE|failed" "$W/decode_step.md" | head -24
 
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"

@@ -1,0 +1,440 @@
+// bench_decode_step: HunyuanOCR's decode step at one or two sequences as the model runner's graphs run it
+// (core/runner/model_runner.cpp, forward() and logits()), every kernel ours: per layer the qkv skinny GEMM
+// with the add + RMSNorm prologue, QK-norm/XD-RoPE with the K/V write, paged decode attention (the
+// graphs' split), the o projection, gate/up with the prologue, down with the SiLU-mul input; then the
+// final add + RMSNorm and the LM head with float32 logits. Random float16 weights of the full-size
+// decoder (24 layers, 1.08 GB with the head) and a 1076-token context (a page's prompt), so every weight
+// comes from DRAM as in the step. In the same run it times variants of that chain: the other splits of
+// one sequence's attention, the final norm inside the LM head, and each part left out, which says what
+// the part costs in the chain (per-op timings repeat one op and miss what PDL does not hide). The
+// sampler is not in it: this is the runner's "chain" figure. Without libtorch, so it builds with nvcc
+// alone and the binary can travel to the GPU machine:
+//   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
+//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
+//        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu -o build-gpu/bench_decode_step
+// (or the CMake target of the same name in CUDA builds). Correctness is the kernel tests' job; this one
+// only checks that the logits come out finite (exit code 1 otherwise, or when a variant fails to launch).
+//   bench_decode_step [--batches 1,2] [--context N] [--rounds N]
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/gpu/cuda_bench.h"
+#include "gpu/kernels/paged_decode_attention.cuh"
+#include "gpu/kernels/qk_norm_rope.cuh"
+#include "gpu/kernels/rms_norm.cuh"
+#include "gpu/kernels/skinny_gemm.cuh"
+
+namespace gpu = lector::gpu;
+namespace bench = lector::bench;
+
+namespace {
+
+using bench::check;
+using Buffer = bench::DeviceBuffer;
+
+// The decoder (docs/hunyuanocr-spec.md): hidden 1024, 16 query / 8 KV heads of 128, MLP 3584, vocab 120818.
+constexpr int kHidden = 1024, kQHeads = 16, kKvHeads = 8, kHeadDim = 128, kInter = 3584, kVocab = 120818,
+              kLayers = 24, kQkv = (kQHeads + 2 * kKvHeads) * kHeadDim;
+constexpr int kGraphContext = 8192;  // the graphs' context bound: block-table width and the grid's
+constexpr int kMaxRows = 8;
+
+// Uniform values in [-scale, scale] from a hash of the index: 1 GB of weights without a host copy.
+__global__ void fillKernel(__half* dst, size_t n, uint32_t seed, float scale, float offset)
+{
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+        uint32_t h = uint32_t(i) * 2654435761u ^ seed * 0x9e3779b9u ^ uint32_t(i >> 32);
+        h ^= h >> 15;
+        h *= 0x2c1b3c6du;
+        h ^= h >> 12;
+        dst[i] = __float2half(offset + scale * (float(h & 0xffffff) / float(0x800000) - 1.0f));
+    }
+}
+
+std::unique_ptr<Buffer> halves(size_t n, uint32_t seed, float scale, float offset = 0.0f)
+{
+    auto b = std::make_unique<Buffer>(n * 2);
+    fillKernel<<<1024, 256>>>(static_cast<__half*>(b->ptr), n, seed, scale, offset);
+    check(cudaGetLastError(), "fill");
+    return b;
+}
+
+template <class T>
+std::unique_ptr<Buffer> upload(const std::vector<T>& v)
+{
+    auto b = std::make_unique<Buffer>(v.size() * sizeof(T));
+    check(cudaMemcpy(b->ptr, v.data(), b->bytes, cudaMemcpyHostToDevice), "upload");
+    return b;
+}
+
+struct Layer {
+    std::unique_ptr<Buffer> qkv, o, gateUp, down, inputNorm, postNorm, queryNorm, keyNorm, keys, values;
+};
+
+// What a variant changes: the attention split, the final norm's place, or parts of the chain left out.
+struct Variant {
+    std::string name;
+    bool rope = true, attention = true, oProj = true, mlp = true, lmHead = true;
+    bool lmHeadNorm = false;  // the final add + RMSNorm as the LM head's prologue instead of its own kernel
+    // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
+    // with -1, 64-key partitions merged by the ticket.
+    int attentionCluster = 0;
+};
+
+struct Model {
+    int rows = 0, context = 0, numBlocks = 0;
+    std::vector<Layer> layers;
+    std::unique_ptr<Buffer> lmHead, finalNorm, cosSin, positions, slots, table, lens, workspace, counters;
+    std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, logits;
+};
+
+Model makeModel(int rows, int context)
+{
+    Model m;
+    m.rows = rows;
+    m.context = context;
+    const int blocksPerSeq = (context + gpu::kKvBlockSize - 1) / gpu::kKvBlockSize;
+    m.numBlocks = rows * blocksPerSeq + 3;
+    const size_t cacheElems = size_t(m.numBlocks) * gpu::kKvBlockSize * kKvHeads * kHeadDim;
+    // Weight scales keep the activations finite through 24 random layers (the norms reset their scale).
+    uint32_t seed = 1;
+    for (int l = 0; l < kLayers; ++l) {
+        Layer x;
+        x.qkv = halves(size_t(kQkv) * kHidden, seed++, 0.05f);
+        x.o = halves(size_t(kHidden) * kQHeads * kHeadDim, seed++, 0.02f);
+        x.gateUp = halves(size_t(2) * kInter * kHidden, seed++, 0.05f);
+        x.down = halves(size_t(kHidden) * kInter, seed++, 0.02f);
+        x.inputNorm = halves(kHidden, seed++, 0.1f, 1.0f);
+        x.postNorm = halves(kHidden, seed++, 0.1f, 1.0f);
+        x.queryNorm = halves(kHeadDim, seed++, 0.1f, 1.0f);
+        x.keyNorm = halves(kHeadDim, seed++, 0.1f, 1.0f);
+        x.keys = halves(cacheElems, seed++, 1.0f);
+        x.values = halves(cacheElems, seed++, 1.0f);
+        m.layers.push_back(std::move(x));
+    }
+    m.lmHead = halves(size_t(kVocab) * kHidden, seed++, 0.05f);
+    m.finalNorm = halves(kHidden, seed++, 0.1f, 1.0f);
+    // XD-RoPE's table (cos at j, sin at 64 + j) and every row at the context's last position on all 4 axes.
+    std::vector<float> cs(size_t(kGraphContext) * kHeadDim);
+    for (int p = 0; p < kGraphContext; ++p)
+        for (int j = 0; j < kHeadDim / 2; ++j) {
+            const double a = p * std::pow(10000.0, -2.0 * j / kHeadDim);
+            cs[size_t(p) * kHeadDim + j] = float(std::cos(a));
+            cs[size_t(p) * kHeadDim + kHeadDim / 2 + j] = float(std::sin(a));
+        }
+    m.cosSin = upload(cs);
+    m.positions = upload(std::vector<int64_t>(size_t(4) * rows, context - 1));
+    // Each sequence's blocks a shuffled part of the pool; its new token in the last one.
+    const int width = kGraphContext / gpu::kKvBlockSize;
+    std::vector<int32_t> ids(size_t(rows) * blocksPerSeq), table(size_t(rows) * width, 0);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(4));
+    std::vector<int64_t> slots(rows);
+    for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < blocksPerSeq; ++j) table[size_t(r) * width + j] = ids[size_t(r) * blocksPerSeq + j];
+        slots[r] = int64_t(table[size_t(r) * width + (context - 1) / gpu::kKvBlockSize]) * gpu::kKvBlockSize +
+                   (context - 1) % gpu::kKvBlockSize;
+    }
+    m.table = upload(table);
+    m.slots = upload(slots);
+    m.lens = upload(std::vector<int32_t>(rows, context));
+    const int maxParts = std::max(kGraphContext / 64, gpu::kDecodeMaxRowPartitions);
+    m.workspace = std::make_unique<Buffer>(size_t(gpu::pagedAttentionWorkspaceFloats(rows, kQHeads, kHeadDim, maxParts)) * 4);
+    m.counters = std::make_unique<Buffer>(size_t(rows) * kKvHeads * 4);
+    check(cudaMemset(m.counters->ptr, 0, m.counters->bytes), "memset");
+    m.residual = halves(size_t(rows) * kHidden, seed++, 1.0f);
+    m.spare = halves(size_t(rows) * kHidden, seed++, 1.0f);
+    m.h = halves(size_t(rows) * kHidden, seed++, 1.0f);
+    m.qkv = halves(size_t(rows) * kQkv, seed++, 1.0f);
+    m.attn = halves(size_t(rows) * kQHeads * kHeadDim, seed++, 1.0f);
+    m.pending = halves(size_t(rows) * kHidden, seed++, 1.0f);
+    m.gateUp = halves(size_t(rows) * 2 * kInter, seed++, 1.0f);
+    m.logits = std::make_unique<Buffer>(size_t(rows) * kVocab * 4);
+    check(cudaDeviceSynchronize(), "fill");
+    return m;
+}
+
+// The decode graphs' attention split (model_runner.cpp, useGraphAttention): a cluster of 16 for one
+// sequence where the device runs it, 64-key partitions up to 4, row partitions above.
+void attentionSplit(gpu::PagedDecodeAttentionParams& p, int rows, int numSms)
+{
+    p.partitionSize = 64;
+    if (rows == 1 && gpu::pagedDecodeClusterFits(gpu::DType::F16, 16, kQHeads / kKvHeads, kHeadDim, kGraphContext))
+        p.clusterPartitions = 16;
+    else if (rows > 4)
+        p.rowPartitions = gpu::pagedDecodeRowPartitions(rows, kKvHeads, numSms);
+}
+
+gpu::SkinnyGemmParams projection(const Model& m, void* out, const Buffer& x, int64_t xStride, const Buffer& w, int n, int k)
+{
+    gpu::SkinnyGemmParams p;
+    p.dtype = gpu::DType::F16;
+    p.out = out;
+    p.x = x.ptr;
+    p.weight = w.ptr;
+    p.outStride = n;
+    p.xStride = xStride;
+    p.weightStride = k;
+    p.rows = m.rows;
+    p.n = n;
+    p.k = k;
+    return p;
+}
+
+// The add + RMSNorm prologue: x is the pending delta, the residual moves to the other buffer.
+void withNorm(gpu::SkinnyGemmParams& p, Model& m, const Buffer& normWeight)
+{
+    p.normWeight = normWeight.ptr;
+    p.residualIn = m.residual->ptr;
+    p.residualOut = m.spare->ptr;
+    p.residualStride = kHidden;
+    std::swap(m.residual, m.spare);
+}
+
+// QK-norm/XD-RoPE of the layer's q and k in the qkv output (every row at its context's last position on
+// the 4 axes), with the K/V write into the layer's cache.
+gpu::QkNormRopeParams ropeParams(const Model& m, const Layer& w)
+{
+    __half* qkv = static_cast<__half*>(m.qkv->ptr);
+    gpu::QkNormRopeParams r;
+    r.query = qkv;
+    r.key = qkv + kQHeads * kHeadDim;
+    r.value = qkv + (kQHeads + kKvHeads) * kHeadDim;
+    r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
+    r.positions = m.positions->ptr;
+    r.positionsAxisStride = m.rows;
+    r.cosSinCache = static_cast<const float*>(m.cosSin->ptr);
+    r.queryNormWeight = w.queryNorm->ptr;
+    r.keyNormWeight = w.keyNorm->ptr;
+    r.numTokens = m.rows;
+    r.numQHeads = kQHeads;
+    r.numKvHeads = kKvHeads;
+    r.headDim = kHeadDim;
+    r.maxPosition = kGraphContext;
+    r.numPosAxes = 4;
+    for (int a = 0; a < 4; ++a) r.sections[a] = kHeadDim / 8;
+    r.keyCache = w.keys->ptr;
+    r.valueCache = w.values->ptr;
+    r.slotMapping = static_cast<const int64_t*>(m.slots->ptr);
+    r.numCacheSlots = int64_t(m.numBlocks) * gpu::kKvBlockSize;
+    return r;
+}
+
+// Decode attention of the layer's q (strided in the qkv output) over its cache, as the graphs split it.
+gpu::PagedDecodeAttentionParams attentionParams(const Model& m, const Layer& w, int numSms)
+{
+    gpu::PagedDecodeAttentionParams a;
+    a.out = m.attn->ptr;
+    a.query = m.qkv->ptr;
+    a.keyCache = w.keys->ptr;
+    a.valueCache = w.values->ptr;
+    a.blockTable = static_cast<const int32_t*>(m.table->ptr);
+    a.contextLens = static_cast<const int32_t*>(m.lens->ptr);
+    a.workspace = static_cast<float*>(m.workspace->ptr);
+    a.counters = static_cast<int32_t*>(m.counters->ptr);
+    a.querySeqStride = kQkv;
+    a.outSeqStride = kQHeads * kHeadDim;
+    a.blockTableStride = kGraphContext / gpu::kKvBlockSize;
+    a.numSeqs = m.rows;
+    a.numQHeads = kQHeads;
+    a.numKvHeads = kKvHeads;
+    a.headDim = kHeadDim;
+    a.numBlocks = m.numBlocks;
+    a.maxContextLen = kGraphContext;
+    a.scale = 1.0f / std::sqrt(float(kHeadDim));
+    attentionSplit(a, m.rows, numSms);
+    return a;
+}
+
+// One decode step on `stream`; false when a launch fails.
+bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
+{
+    bool ok = true;
+    auto run = [&](cudaError_t e) { ok = ok && e == cudaSuccess; };
+    const int rows = m.rows;
+    for (int l = 0; l < kLayers; ++l) {
+        const Layer& w = m.layers[size_t(l)];
+        // qkv: layer 0 normalises the embeddings on their own (the runner's first layer has no pending delta)
+        if (l == 0) {
+            gpu::RmsNormParams n;
+            n.out = m.h->ptr;
+            n.input = m.residual->ptr;
+            n.weight = w.inputNorm->ptr;
+            n.outStride = n.inputStride = kHidden;
+            n.numTokens = rows;
+            n.hidden = kHidden;
+            run(gpu::launchRmsNorm(n, stream));
+            gpu::SkinnyGemmParams p = projection(m, m.qkv->ptr, *m.h, kHidden, *w.qkv, kQkv, kHidden);
+            run(gpu::launchSkinnyGemm(p, stream));
+        } else {
+            gpu::SkinnyGemmParams p = projection(m, m.qkv->ptr, *m.pending, kHidden, *w.qkv, kQkv, kHidden);
+            withNorm(p, m, *w.inputNorm);
+            run(gpu::launchSkinnyGemm(p, stream));
+        }
+        if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
+        if (v.attention) {
+            gpu::PagedDecodeAttentionParams a = attentionParams(m, w, numSms);
+            if (v.attentionCluster != 0) {
+                a.clusterPartitions = std::max(v.attentionCluster, 0);
+                a.rowPartitions = 0;
+            }
+            run(gpu::launchPagedDecodeAttention(a, stream));
+        }
+        if (v.oProj)
+            run(gpu::launchSkinnyGemm(
+                projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream));
+        if (v.mlp) {
+            gpu::SkinnyGemmParams g = projection(m, m.gateUp->ptr, *m.pending, kHidden, *w.gateUp, 2 * kInter, kHidden);
+            withNorm(g, m, *w.postNorm);
+            run(gpu::launchSkinnyGemm(g, stream));
+            gpu::SkinnyGemmParams d = projection(m, m.pending->ptr, *m.gateUp, 2 * kInter, *w.down, kHidden, kInter);
+            d.siluMulInput = true;
+            run(gpu::launchSkinnyGemm(d, stream));
+        }
+    }
+    if (!v.lmHead) return ok;
+    gpu::SkinnyGemmParams head = projection(m, m.logits->ptr, *m.h, kHidden, *m.lmHead, kVocab, kHidden);
+    head.outFloat = true;
+    if (v.lmHeadNorm) {
+        head.x = m.pending->ptr;
+        withNorm(head, m, *m.finalNorm);
+    } else {
+        gpu::RmsNormParams n;
+        n.out = m.h->ptr;
+        n.input = m.pending->ptr;
+        n.residual = m.residual->ptr;
+        n.weight = m.finalNorm->ptr;
+        n.outStride = n.inputStride = n.residualStride = kHidden;
+        n.numTokens = rows;
+        n.hidden = kHidden;
+        run(gpu::launchRmsNorm(n, stream));
+    }
+    run(gpu::launchSkinnyGemm(head, stream));
+    return ok;
+}
+
+// The runner's chain, then each variant.
+std::vector<Variant> variants(int rows)
+{
+    std::vector<Variant> v{{"as the runner launches it"}};
+    auto add = [&](const std::string& name, auto change) {
+        Variant x = v[0];
+        x.name = name;
+        change(x);
+        v.push_back(x);
+    };
+    if (rows == 1)  // the other splits of one sequence's attention, in the chain
+        for (int parts : {8, 4, -1})
+            if (parts < 0 || (gpu::pagedDecodeClusterPartitionLen(kGraphContext, parts) <= gpu::kDecodeMaxPartition &&
+                              gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)))
+                add(parts < 0 ? "attention in 64-key partitions" : "attention in clusters of " + std::to_string(parts),
+                    [&](Variant& x) { x.attentionCluster = parts; });
+    add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });
+    add("without QK-norm/RoPE (K/V write)", [](Variant& x) { x.rope = false; });
+    add("without attention", [](Variant& x) { x.attention = false; });
+    add("without the o projection", [](Variant& x) { x.oProj = false; });
+    add("without the MLP", [](Variant& x) { x.mlp = false; });
+    add("without the LM head", [](Variant& x) { x.lmHead = false; });
+    add("projections only (no rope, attention)", [](Variant& x) { x.rope = x.attention = false; });
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<int> batches{1, 2};
+    int context = 1076, rounds = 5;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) batches = bench::parseList(argv[++i]);
+        else if (!std::strcmp(argv[i], "--context") && i + 1 < argc) context = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+    }
+    int numSms = 0;
+    check(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    const double bw = bench::copyBandwidth();
+    const double weightBytes = 2.0 * (double(kLayers) * (double(kQkv) * kHidden + double(kHidden) * kQHeads * kHeadDim +
+                                                          3.0 * kInter * kHidden) +
+                                      double(kVocab) * kHidden);
+    std::printf("# bench_decode_step: context %d, float16, %d layers, every weight from DRAM\n\n"
+                "copy bandwidth %.0f GB/s; weights %.2f GB, %.1f us at copy bandwidth\n\n",
+                context, kLayers, bw / 1e9, weightBytes / 1e9, weightBytes / bw * 1e6);
+    bool failed = false;
+    for (int rows : batches) {
+        if (rows < 1 || rows > kMaxRows) continue;
+        Model m = makeModel(rows, context);
+        const double kvBytes = 2.0 * rows * context * kKvHeads * kHeadDim * 2 * kLayers;
+        const std::vector<Variant> vs = variants(rows);
+        // Each variant captured once; the graphs then replay in rounds, every variant in each round, so a
+        // drift of the card's clocks spreads over all of them. Per round: 10 replays, the mean.
+        std::vector<cudaGraphExec_t> execs;
+        for (const Variant& v : vs) {
+            cudaGraph_t graph;
+            check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+            const bool ok = step(m, v, stream, numSms);
+            check(cudaStreamEndCapture(stream, &graph), "capture");
+            cudaGraphExec_t exec = nullptr;
+            if (ok) check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+            else cudaGetLastError();
+            cudaGraphDestroy(graph);
+            execs.push_back(exec);
+        }
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        std::vector<std::vector<float>> us(vs.size());
+        for (int round = 0; round <= rounds; ++round)
+            for (size_t i = 0; i < vs.size(); ++i) {
+                if (!execs[i]) continue;
+                constexpr int kReplays = 10;
+                check(cudaEventRecord(e0, stream), "event");
+                for (int r = 0; r < kReplays; ++r) check(cudaGraphLaunch(execs[i], stream), vs[i].name.c_str());
+                check(cudaEventRecord(e1, stream), "event");
+                check(cudaEventSynchronize(e1), vs[i].name.c_str());
+                float ms = 0;
+                cudaEventElapsedTime(&ms, e0, e1);
+                if (round > 0) us[i].push_back(ms * 1000.0f / kReplays);  // round 0 warms up
+            }
+        // The logits of the full chain: finite, or a kernel wrote garbage.
+        check(cudaGraphLaunch(execs[0], stream), "replay");
+        check(cudaStreamSynchronize(stream), "replay");
+        std::vector<float> logits(size_t(rows) * kVocab);
+        check(cudaMemcpy(logits.data(), m.logits->ptr, logits.size() * 4, cudaMemcpyDeviceToHost), "download");
+        const bool finite = std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
+        failed = failed || !finite;
+        std::printf("## %d sequence%s (K/V %.1f MB a step, %.1f us at copy bandwidth)\n\n"
+                    "| variant | us per step, median of %d rounds | min | vs the runner's |\n|---|---|---|---|\n",
+                    rows, rows > 1 ? "s" : "", kvBytes / 1e6, kvBytes / bw * 1e6, rounds);
+        double base = NAN;
+        for (size_t i = 0; i < vs.size(); ++i) {
+            if (!execs[i]) {
+                std::printf("| %s | launch failed | | |\n", vs[i].name.c_str());
+                failed = true;
+                continue;
+            }
+            std::vector<float> t = us[i];
+            std::sort(t.begin(), t.end());
+            const double med = t[t.size() / 2];
+            if (i == 0) base = med;
+            std::printf("| %s | %.1f | %.1f | %+.1f |\n", vs[i].name.c_str(), med, t.front(), med - base);
+            cudaGraphExecDestroy(execs[i]);
+        }
+        std::printf("\nlogits %s\n\n", finite ? "finite" : "NOT FINITE");
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    return failed ? 1 : 0;
+}
