@@ -176,6 +176,15 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
 // a fresh weight copy per call (weightCopies) so L2 never holds the weight.
 double graphMicros(cudaStream_t stream, const std::function<bool(int)>& call) { return bench::graphMicros(stream, 20, call); }
 
+// out [rows, n] = x [rows, k] W^T through cuBLAS's GemmEx as at::linear calls it (float16, float32
+// accumulation): the cuBLAS column of every table here.
+bool linearGemmEx(cublasHandle_t blas, const void* weight, const void* x, void* out, int rows, int n, int k)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &one, weight, CUDA_R_16F, k, x, CUDA_R_16F, k, &zero,
+                        out, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+}
+
 // Copies of a weight of `bytes`, as many as make 600 MB (2 to 20), filled with a constant.
 std::vector<std::unique_ptr<Buffer>> weightCopies(size_t bytes)
 {
@@ -276,12 +285,8 @@ int ltTable()
         Buffer x(size_t(256) * pr.k * 2), out(size_t(256) * pr.n * 2);
         check(cudaMemset(x.ptr, 0x22, x.bytes), "memset");
         for (int rows : {8, 16, 32, 64, 128, 256}) {
-            const float one = 1.0f, zero = 0.0f;
-            const double gemmEx = graphMicros(stream, [&](int i) {
-                return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % ws.size()]->ptr,
-                                    CUDA_R_16F, pr.k, x.ptr, CUDA_R_16F, pr.k, &zero, out.ptr, CUDA_R_16F, pr.n,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
-            });
+            const double gemmEx = graphMicros(
+                stream, [&](int i) { return linearGemmEx(blas, ws[i % ws.size()]->ptr, x.ptr, out.ptr, rows, pr.n, pr.k); });
             ltSweep(stream, lt, workspace, ws, x.ptr, out.ptr, rows, pr.n, pr.k, gemmEx, pr.name, wBytes / bw * 1e6);
         }
     }
@@ -317,12 +322,8 @@ int profileLaunches()
     ours(gpu::SkinnyEngine::TensorCore, 8, 4096, 1024, false);
     ours(gpu::SkinnyEngine::TensorCore, 32, 4096, 1024, false);
     ours(gpu::SkinnyEngine::TensorCore, 32, 1024, 3584, true);
-    const float one = 1.0f, zero = 0.0f;
     for (int rep = 0; rep < 3; ++rep)
-        if (cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 32, 1024, &one, ws[call++ % kCopies]->ptr, CUDA_R_16F, 1024,
-                         x.ptr, CUDA_R_16F, 1024, &zero, out.ptr, CUDA_R_16F, 4096, CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-            return 1;
+        if (!linearGemmEx(blas, ws[call++ % kCopies]->ptr, x.ptr, out.ptr, 32, 4096, 1024)) return 1;
     check(cudaStreamSynchronize(stream), "profile launches");
     cublasDestroy(blas);
     std::printf("profile launches done\n");
@@ -397,7 +398,6 @@ int main(int argc, char** argv)
             for (int s = 0; s < 4; ++s) splits[s] = ours(gpu::SkinnyEngine::TensorCore, 1 << s);
             // cuBLAS: out^T [n, rows] = W [n, k] x^T, as at::linear does it (the SiLU-mul input is a
             // separate pass there; here it is left out, which flatters cuBLAS).
-            const float one = 1.0f, zero = 0.0f;
             const double blasUs = graphMicros(stream, [&](int i) {
                 if (pr.norm) {
                     gpu::RmsNormParams n;
@@ -410,9 +410,8 @@ int main(int argc, char** argv)
                     n.hidden = pr.k;
                     if (gpu::launchRmsNorm(n, stream) != cudaSuccess) return false;
                 }
-                return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pr.n, rows, pr.k, &one, ws[i % copies]->ptr, CUDA_R_16F,
-                                    pr.k, pr.silu || pr.norm ? act.ptr : x.ptr, CUDA_R_16F, pr.k, &zero, ref.ptr, CUDA_R_16F, pr.n,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+                return linearGemmEx(blas, ws[i % copies]->ptr, pr.silu || pr.norm ? act.ptr : x.ptr, ref.ptr, rows, pr.n,
+                                    pr.k);
             });
             double best = std::isnan(simt) ? tc : std::min(simt, tc);
             for (double s : splits)

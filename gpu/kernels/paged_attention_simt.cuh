@@ -223,6 +223,20 @@ constexpr int onlineMinCtas()
     return sizeof(T) == 2 && G <= 2 ? kDecodeOnlineCtasPerSm : 1;
 }
 
+// q . k of one token for one query head on the SIMT cores: each of the token's kLanesPerToken lanes holds
+// kVec of its dims (q already scaled), and the lanes' partial sums meet through shuffles, so every lane of
+// the token ends with the whole logit. Shared by both passes' SIMT logits.
+template <class T, int kLanesPerToken>
+__device__ __forceinline__ float tokenLogit(const float (&q)[kVecElems<T>], const Vec16<T>& k)
+{
+    float dot = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kVecElems<T>; ++e) dot = fmaf(q[e], k.v[e], dot);
+#pragma unroll
+    for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    return dot;
+}
+
 // One pass over a partition's blocks with online softmax (the variant for partitions of more than one
 // block per warp). Each warp takes blocks warp, warp + kWarps, ...; it loads a block's K and V at
 // once, computes the block's logits, rescales its running p * v and sum to the new max, and adds the
@@ -271,11 +285,7 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
             const bool in = page * kKvBlockSize + s * kTokensPerStep + tokInStep < end;
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-                float dot = 0.0f;
-#pragma unroll
-                for (int e = 0; e < kVec; ++e) dot = fmaf(q[g][e], k.v[e], dot);
-#pragma unroll
-                for (int o = kLanesPerToken / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                const float dot = tokenLogit<T, kLanesPerToken>(q[g], k);
                 logit[s][g] = in ? dot : -INFINITY;
                 blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
             }
@@ -664,14 +674,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                     const Vec16<T> k = unpack16<T>(raw[s]);
                     float dot[G];
 #pragma unroll
-                    for (int g = 0; g < G; ++g) {
-                        dot[g] = 0.0f;
-#pragma unroll
-                        for (int e = 0; e < kVec; ++e) dot[g] = fmaf(q[g][e], k.v[e], dot[g]);
-#pragma unroll
-                        for (int o = kLanesPerToken / 2; o > 0; o >>= 1)
-                            dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-                    }
+                    for (int g = 0; g < G; ++g) dot[g] = tokenLogit<T, kLanesPerToken>(q[g], k);
                     const int t = page * kKvBlockSize + s * kTokensPerStep + tokInStep;
                     if (t < end) {
 #pragma unroll

@@ -329,7 +329,7 @@ LECTOR_TEST(cudaReadsStridedQueriesAndSkipsBadBlockIds)
                               {"64-key partitions", gridContext, 64, 0, 0},
                               {"row partitions 3", gridContext, -1, 0, 3}};
     for (int64_t parts : {16, 2})
-        if (lector::gpu::pagedDecodeClusterPartitions(keys, 16, gridContext, 16) == 16)
+        if (lector::gpu::pagedDecodeClusterPartitions(keys, 16, gridContext, parts) == parts)
             splits.push_back({parts == 16 ? "cluster of 16" : "cluster of 2", gridContext, -1, parts, 0});
     for (const Split& sp : splits) {
         const at::Tensor out = at::full({3, 16, kHeadDim}, NAN, query.options().device(at::kCUDA));
