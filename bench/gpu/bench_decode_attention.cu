@@ -69,6 +69,9 @@ std::vector<Variant> variantsFor(int batch)
     v.push_back({"64-key partitions", 64, 0, 0, (batch == 1 && !cluster16) || (batch >= 2 && batch <= 4)});
     const int rows = gpu::pagedDecodeRowPartitions(batch, kKvHeads, numSms());
     v.push_back({"row partitions " + std::to_string(rows), 0, 0, rows, batch >= 8});
+    if (batch >= 8)  // its neighbours
+        for (int r : {rows - 1, rows + 1})
+            if (r >= 1 && r <= gpu::kDecodeMaxRowPartitions) v.push_back({"row partitions " + std::to_string(r), 0, 0, r, false});
     for (Variant& x : v)
         if (x.graphs) x.name += " (the graphs' choice)";
     return v;

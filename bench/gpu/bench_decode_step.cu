@@ -1,20 +1,30 @@
-// bench_decode_step: HunyuanOCR's decode step at one or two sequences as the model runner's graphs run it
-// (core/runner/model_runner.cpp, forward() and logits()), every kernel ours: per layer the qkv skinny GEMM
-// with the add + RMSNorm prologue, QK-norm/XD-RoPE with the K/V write, paged decode attention (the
-// graphs' split), the o projection, gate/up with the prologue, down with the SiLU-mul input; then the
-// final add + RMSNorm and the LM head with float32 logits. Random float16 weights of the full-size
-// decoder (24 layers, 1.08 GB with the head) and a 1076-token context (a page's prompt), so every weight
-// comes from DRAM as in the step. In the same run it times variants of that chain: the other splits of
-// one sequence's attention, the final norm inside the LM head, and each part left out, which says what
-// the part costs in the chain (per-op timings repeat one op and miss what PDL does not hide). The
-// sampler is not in it: this is the runner's "chain" figure. Without libtorch, so it builds with nvcc
-// alone and the binary can travel to the GPU machine:
+// bench_decode_step: HunyuanOCR's decode step as the model runner's graphs run it (core/runner/
+// model_runner.cpp, forward() and logits()): per layer the qkv projection with the add + RMSNorm in
+// front, QK-norm/XD-RoPE with the K/V write, paged decode attention (the graphs' split), the o projection,
+// gate/up with the add + RMSNorm, down with SiLU-mul; then the final add + RMSNorm and the LM head with
+// float32 logits. Random float16 weights of the full-size decoder (24 layers, 1.08 GB with the head) and
+// a 1076-token context (a page's prompt), so every weight comes from DRAM as in the step.
+//
+// At one or two sequences every kernel is ours (the SIMT skinny GEMM with the prologues inside). From
+// three, the projections run as the runner runs them on the H200 (its tuner's choices of perf.md call
+// 43: cuBLAS GemmEx for qkv, gate/up and down behind our norm and SiLU-mul kernels, our tensor-core
+// engine for down up to 8 rows, o up to 16 and the LM head up to 32), and, as variants, through our
+// tensor-core engine everywhere with the prologues inside, everywhere with the norm and SiLU-mul kernels
+// in front, and for one projection at a time. The tuner times each projection alone, where PDL hides
+// nothing; this says what each choice costs in the chain.
+//
+// The other variants: the other splits of one sequence's attention, the final norm inside the LM head,
+// and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
+// miss what PDL does not hide). The sampler is not in it: this is the runner's "chain" figure. Without
+// libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
-//        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu -o build-gpu/bench_decode_step
+//        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu \
+//        -lcublas -o build-gpu/bench_decode_step
 // (or the CMake target of the same name in CUDA builds). Correctness is the kernel tests' job; this one
 // only checks that the logits come out finite (exit code 1 otherwise, or when a variant fails to launch).
-//   bench_decode_step [--batches 1,2] [--context N] [--rounds N]
+//   bench_decode_step [--batches 1,2,8,32] [--context N] [--rounds N]   (1 to 64 sequences)
+#include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -34,6 +44,7 @@
 #include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/rms_norm.cuh"
+#include "gpu/kernels/silu_and_mul.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 
 namespace gpu = lector::gpu;
@@ -48,7 +59,7 @@ using Buffer = bench::DeviceBuffer;
 constexpr int kHidden = 1024, kQHeads = 16, kKvHeads = 8, kHeadDim = 128, kInter = 3584, kVocab = 120818,
               kLayers = 24, kQkv = (kQHeads + 2 * kKvHeads) * kHeadDim;
 constexpr int kGraphContext = 8192;  // the graphs' context bound: block-table width and the grid's
-constexpr int kMaxRows = 8;
+constexpr int kMaxRows = 64;
 
 // Uniform values in [-scale, scale] from a hash of the index: 1 GB of weights without a host copy.
 __global__ void fillKernel(__half* dst, size_t n, uint32_t seed, float scale, float offset)
@@ -82,9 +93,19 @@ struct Layer {
     std::unique_ptr<Buffer> qkv, o, gateUp, down, inputNorm, postNorm, queryNorm, keyNorm, keys, values;
 };
 
-// What a variant changes: the attention split, the final norm's place, or parts of the chain left out.
+// How the projections run from 3 rows (at 1 and 2 always the SIMT engine with the prologues inside).
+enum class Projections {
+    Runner,            // as the runner on the H200 (the header): cuBLAS where its tuner picks it
+    TensorCores,       // the tensor-core engine everywhere, add + RMSNorm and SiLU-mul inside
+    TensorCoresApart,  // the tensor-core engine everywhere, the norm and SiLU-mul kernels in front
+};
+
+// What a variant changes: the projections' engine, the attention split, the final norm's place, or
+// parts of the chain left out.
 struct Variant {
     std::string name;
+    Projections projections = Projections::Runner;
+    unsigned tcApart = 0;  // with Runner: these projections (bits of Which) on the tensor cores, apart
     bool rope = true, attention = true, oProj = true, mlp = true, lmHead = true;
     bool lmHeadNorm = false;  // the final add + RMSNorm as the LM head's prologue instead of its own kernel
     // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
@@ -96,7 +117,8 @@ struct Model {
     int rows = 0, context = 0, numBlocks = 0;
     std::vector<Layer> layers;
     std::unique_ptr<Buffer> lmHead, finalNorm, cosSin, positions, slots, table, lens, workspace, counters;
-    std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, logits;
+    std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, act, logits;
+    cublasHandle_t blas = nullptr;  // on the step's stream
 };
 
 Model makeModel(int rows, int context)
@@ -160,6 +182,7 @@ Model makeModel(int rows, int context)
     m.attn = halves(size_t(rows) * kQHeads * kHeadDim, seed++, 1.0f);
     m.pending = halves(size_t(rows) * kHidden, seed++, 1.0f);
     m.gateUp = halves(size_t(rows) * 2 * kInter, seed++, 1.0f);
+    m.act = halves(size_t(rows) * kInter, seed++, 1.0f);
     m.logits = std::make_unique<Buffer>(size_t(rows) * kVocab * 4);
     check(cudaDeviceSynchronize(), "fill");
     return m;
@@ -200,6 +223,69 @@ void withNorm(gpu::SkinnyGemmParams& p, Model& m, const Buffer& normWeight)
     p.residualOut = m.spare->ptr;
     p.residualStride = kHidden;
     std::swap(m.residual, m.spare);
+}
+
+enum Which { kQkvProj, kOProj, kGateUpProj, kDownProj, kLmHead };
+enum class Engine { Simt, TensorCore, Library };
+
+// Where a projection runs for the variant at its rows (the header; model_runner.cpp, skinnyEngine()).
+Engine engineOf(const Variant& v, int rows, Which w)
+{
+    if (rows <= 2) return Engine::Simt;
+    if (v.projections != Projections::Runner || (v.tcApart >> w & 1u)) return Engine::TensorCore;
+    const int tcUpTo = w == kDownProj ? 8 : w == kOProj ? 16 : w == kLmHead ? 32 : 0;
+    return rows <= tcUpTo ? Engine::TensorCore : Engine::Library;
+}
+
+// Whether the add + RMSNorm or SiLU-mul runs inside the projection's GEMM (else as its own kernel first).
+bool prologueInside(const Variant& v, Which w, Engine e)
+{
+    return e != Engine::Library && v.projections != Projections::TensorCoresApart && !(v.tcApart >> w & 1u);
+}
+
+// p through the engine; the library as at::linear calls it (float32 out for the LM head's logits, where
+// the runner converts float16 logits in a pass of its own).
+bool gemm(const Model& m, Engine e, gpu::SkinnyGemmParams p, cudaStream_t stream)
+{
+    if (e == Engine::Library) {
+        const float one = 1.0f, zero = 0.0f;
+        return cublasGemmEx(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.rows, p.k, &one, p.weight, CUDA_R_16F,
+                            int(p.weightStride), p.x, CUDA_R_16F, int(p.xStride), &zero, p.out,
+                            p.outFloat ? CUDA_R_32F : CUDA_R_16F, int(p.outStride), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    }
+    p.engine = e == Engine::Simt ? gpu::SkinnyEngine::Simt : gpu::SkinnyEngine::TensorCore;
+    return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
+}
+
+// The fused add + RMSNorm kernel: residual += pending, h = norm(residual).
+cudaError_t addRmsNorm(const Model& m, const Buffer& normWeight, cudaStream_t stream)
+{
+    gpu::RmsNormParams n;
+    n.out = m.h->ptr;
+    n.input = m.pending->ptr;
+    n.residual = m.residual->ptr;
+    n.weight = normWeight.ptr;
+    n.outStride = n.inputStride = n.residualStride = kHidden;
+    n.numTokens = m.rows;
+    n.hidden = kHidden;
+    return gpu::launchRmsNorm(n, stream);
+}
+
+// out = project(norm(residual + pending)) with the add + RMSNorm inside the GEMM or as its own kernel.
+bool normedProjection(Model& m, const Variant& v, Which w, void* out, const Buffer& weight, int n,
+                      const Buffer& normWeight, cudaStream_t stream)
+{
+    const Engine e = engineOf(v, m.rows, w);
+    if (prologueInside(v, w, e)) {
+        gpu::SkinnyGemmParams p = projection(m, out, *m.pending, kHidden, weight, n, kHidden);
+        p.outFloat = w == kLmHead;
+        withNorm(p, m, normWeight);
+        return gemm(m, e, p, stream);
+    }
+    gpu::SkinnyGemmParams p = projection(m, out, *m.h, kHidden, weight, n, kHidden);
+    p.outFloat = w == kLmHead;
+    return addRmsNorm(m, normWeight, stream) == cudaSuccess && gemm(m, e, p, stream);
 }
 
 // QK-norm/XD-RoPE of the layer's q and k in the qkv output (every row at its context's last position on
@@ -275,12 +361,9 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
             n.numTokens = rows;
             n.hidden = kHidden;
             run(gpu::launchRmsNorm(n, stream));
-            gpu::SkinnyGemmParams p = projection(m, m.qkv->ptr, *m.h, kHidden, *w.qkv, kQkv, kHidden);
-            run(gpu::launchSkinnyGemm(p, stream));
+            ok = ok && gemm(m, engineOf(v, rows, kQkvProj), projection(m, m.qkv->ptr, *m.h, kHidden, *w.qkv, kQkv, kHidden), stream);
         } else {
-            gpu::SkinnyGemmParams p = projection(m, m.qkv->ptr, *m.pending, kHidden, *w.qkv, kQkv, kHidden);
-            withNorm(p, m, *w.inputNorm);
-            run(gpu::launchSkinnyGemm(p, stream));
+            ok = ok && normedProjection(m, v, kQkvProj, m.qkv->ptr, *w.qkv, kQkv, *w.inputNorm, stream);
         }
         if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
         if (v.attention) {
@@ -292,36 +375,34 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
             run(gpu::launchPagedDecodeAttention(a, stream));
         }
         if (v.oProj)
-            run(gpu::launchSkinnyGemm(
-                projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream));
+            ok = ok && gemm(m, engineOf(v, rows, kOProj),
+                            projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream);
         if (v.mlp) {
-            gpu::SkinnyGemmParams g = projection(m, m.gateUp->ptr, *m.pending, kHidden, *w.gateUp, 2 * kInter, kHidden);
-            withNorm(g, m, *w.postNorm);
-            run(gpu::launchSkinnyGemm(g, stream));
-            gpu::SkinnyGemmParams d = projection(m, m.pending->ptr, *m.gateUp, 2 * kInter, *w.down, kHidden, kInter);
-            d.siluMulInput = true;
-            run(gpu::launchSkinnyGemm(d, stream));
+            ok = ok && normedProjection(m, v, kGateUpProj, m.gateUp->ptr, *w.gateUp, 2 * kInter, *w.postNorm, stream);
+            const Engine e = engineOf(v, rows, kDownProj);
+            if (prologueInside(v, kDownProj, e)) {
+                gpu::SkinnyGemmParams d = projection(m, m.pending->ptr, *m.gateUp, 2 * kInter, *w.down, kHidden, kInter);
+                d.siluMulInput = true;
+                ok = ok && gemm(m, e, d, stream);
+            } else {
+                gpu::SiluAndMulParams s;
+                s.out = m.act->ptr;
+                s.input = m.gateUp->ptr;
+                s.outStride = kInter;
+                s.inputStride = 2 * kInter;
+                s.numTokens = rows;
+                s.d = kInter;
+                run(gpu::launchSiluAndMul(s, stream));
+                ok = ok && gemm(m, e, projection(m, m.pending->ptr, *m.act, kInter, *w.down, kHidden, kInter), stream);
+            }
         }
     }
     if (!v.lmHead) return ok;
+    if (v.lmHeadNorm) return ok && normedProjection(m, v, kLmHead, m.logits->ptr, *m.lmHead, kVocab, *m.finalNorm, stream);
     gpu::SkinnyGemmParams head = projection(m, m.logits->ptr, *m.h, kHidden, *m.lmHead, kVocab, kHidden);
     head.outFloat = true;
-    if (v.lmHeadNorm) {
-        head.x = m.pending->ptr;
-        withNorm(head, m, *m.finalNorm);
-    } else {
-        gpu::RmsNormParams n;
-        n.out = m.h->ptr;
-        n.input = m.pending->ptr;
-        n.residual = m.residual->ptr;
-        n.weight = m.finalNorm->ptr;
-        n.outStride = n.inputStride = n.residualStride = kHidden;
-        n.numTokens = rows;
-        n.hidden = kHidden;
-        run(gpu::launchRmsNorm(n, stream));
-    }
-    run(gpu::launchSkinnyGemm(head, stream));
-    return ok;
+    run(addRmsNorm(m, *m.finalNorm, stream));
+    return ok && gemm(m, engineOf(v, rows, kLmHead), head, stream);
 }
 
 // The runner's chain, then each variant.
@@ -334,6 +415,13 @@ std::vector<Variant> variants(int rows)
         change(x);
         v.push_back(x);
     };
+    if (rows > 2) {
+        add("tensor cores, prologues inside", [](Variant& x) { x.projections = Projections::TensorCores; });
+        add("tensor cores, norm and SiLU-mul kernels", [](Variant& x) { x.projections = Projections::TensorCoresApart; });
+        const char* names[] = {"qkv", "o", "gate/up", "down"};
+        for (int w = kQkvProj; w <= kDownProj; ++w)
+            add(std::string("tensor cores (apart) for ") + names[w] + " only", [&](Variant& x) { x.tcApart = 1u << w; });
+    }
     if (rows == 1)  // the other splits of one sequence's attention, in the chain
         for (int parts : {8, 4, -1})
             if (parts < 0 || (gpu::pagedDecodeClusterPartitionLen(kGraphContext, parts) <= gpu::kDecodeMaxPartition &&
@@ -365,6 +453,11 @@ int main(int argc, char** argv)
     check(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, 0), "attribute");
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    cublasHandle_t blas;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "bench_decode_step: cuBLAS did not start\n");
+        return 1;
+    }
     const double bw = bench::copyBandwidth();
     const double weightBytes = 2.0 * (double(kLayers) * (double(kQkv) * kHidden + double(kHidden) * kQHeads * kHeadDim +
                                                           3.0 * kInter * kHidden) +
@@ -376,6 +469,7 @@ int main(int argc, char** argv)
     for (int rows : batches) {
         if (rows < 1 || rows > kMaxRows) continue;
         Model m = makeModel(rows, context);
+        m.blas = blas;
         const double kvBytes = 2.0 * rows * context * kKvHeads * kHeadDim * 2 * kLayers;
         const std::vector<Variant> vs = variants(rows);
         // Each variant captured once; the graphs then replay in rounds, every variant in each round, so a
@@ -436,5 +530,6 @@ int main(int argc, char** argv)
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
     }
+    cublasDestroy(blas);
     return failed ? 1 : 0;
 }

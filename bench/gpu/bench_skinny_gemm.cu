@@ -351,6 +351,9 @@ int main(int argc, char** argv)
             {24, 1000, 2048, false, false, false, 1}, {24, 1000, 2048, false, false, false, 2},
             {24, 1000, 2048, false, false, false, 4}, {24, 1000, 2048, false, false, false, 8},
             {31, 999, 1024, false, true, false, 8},
+            // the second stage of weights in shared memory: gate/up's columns at a split of 2, with the
+            // add + RMSNorm prologue and without, and an odd width
+            {16, 7168, 1024, false, true},  {32, 7168, 1024},  {12, 6500, 1024, false, true},
         };
         for (const Case& c : tcCases) checkCase(c, t, gpu::SkinnyEngine::TensorCore);
     }

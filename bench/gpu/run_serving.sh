@@ -4,10 +4,12 @@
 #   - transformers in the same run: generate() at batch 1 and 32, and the compiled static-cache decode step
 #     (run while we build, before any timing of ours, on 4 cores of their own);
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
-#     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused);
+#     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused), and again
+#     with the per-projection choices only (LECTOR_CHAIN_TUNING=0: no decode-step timing of the routes);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention), and as the decode
 #     graphs launch it at 1 to 32 sequences (bench_decode_attention, checked against the CPU reference);
-#   - the decode step of 1 and 2 sequences with every kernel ours, each part left out in turn
+#   - the decode step of 1 to 64 sequences, each part left out in turn, and from 4 sequences the
+#     projections through cuBLAS (as the runner) against our tensor-core engine, each projection in turn
 #     (bench_decode_step: what each part costs in the chain);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
@@ -63,16 +65,16 @@ G=/tmp/hy/golden_page_1024.safetensors
 
 step "fused runner: parity (float16, bfloat16) and the decode step alone"
 timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
-  --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,2,4,8,32,64,128,256 > "$W/runner_fp16.md" 2>&1
+  --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,2,4,8,16,24,32,64,128,256 > "$W/runner_fp16.md" 2>&1
 echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner" 
 [ -n "${QUICK:-}" ] || timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
 echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
 
-step "the decode step again without programmatic dependent launch (LECTOR_PDL=0)"
-[ -n "${QUICK:-}" ] || LECTOR_PDL=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
-  --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 1,8,32 > "$W/runner_nopdl.md" 2>&1
-echo "no-PDL exit $?"; grep -E "^\| batch" "$W/runner_nopdl.md"
+step "the decode step again with the per-projection choices only (LECTOR_CHAIN_TUNING=0)"
+LECTOR_CHAIN_TUNING=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
+  --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 4,8,16,24,32,64 > "$W/runner_nochain.md" 2>&1
+echo "no chain tuning exit $?"; grep -E "^\| batch|decode step of" "$W/runner_nochain.md" "$W/runner_fp16.md" | head -40
 
 step "paged decode attention alone (table 3)"
 timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
@@ -84,9 +86,9 @@ for c in 1076 1332; do
   grep -E "MISMATCH|all checks|graphs' choice" "$W/decode_attention_$c.md" | grep -v " ok " | head -8
 done
 
-step "the decode step of 1 and 2 sequences taken apart (each part left out in turn, every kernel ours)"
-timeout 90 "$B/gpu/bench_decode_step" --batches 1,2 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
-grep -E "^## |^\| (as the|without|attention in)|NOT FINITE|failed" "$W/decode_step.md" | head -24
+step "the decode step of 1 to 64 sequences taken apart (each part left out in turn; cuBLAS against our tensor cores)"
+timeout 150 "$B/gpu/bench_decode_step" --batches 1,2,8,16,32,64 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
+grep -E "^## |^\| (as the|without attention|attention in|tensor cores)|NOT FINITE|failed" "$W/decode_step.md" | head -80
 
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"

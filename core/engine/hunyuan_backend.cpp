@@ -139,7 +139,8 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         // after each graph (for comparison: the tokens must be the same).
         if (const char* e = std::getenv("LECTOR_GRAPH_SAMPLER"); !(e && std::string(e) == "0"))
             backend->m_runner->attachSampler(*backend->m_sampler);
-        backend->m_runner->tuneLayouts();
+        for (const std::string& line : backend->m_runner->tuneLayouts())
+            if (line.rfind("decode step", 0) == 0) LECTOR_LOG_INFO("HunyuanOCR: " << line);  // chooseChainRoutes
         LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
         // Our kernels were validated on one GPU generation: where they disagree with the reference

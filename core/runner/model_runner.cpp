@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "core/common/assert.h"
@@ -34,6 +35,11 @@ constexpr int kGraphSmallBatch = 4;
 // Partitions per sequence of the cluster merge (RunnerOptions::attentionClusterMaxBatch): 16 CTAs per KV
 // head, 128 CTAs for one sequence of the decoder's 8 KV heads, about one per SM of an H200.
 constexpr int kGraphClusterPartitions = 16;
+// chooseChainRoutes() times the graph sizes from here to the tensor-core engine's 64 rows (below, the
+// SIMT engine's prologues inside win in the step as they do alone).
+constexpr int kChainMinRows = 3;
+// A page's prompt (1058 image tokens and the instruction): the context the tuning times steps at.
+constexpr std::int64_t kTuningContext = 1076;
 
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
@@ -232,7 +238,8 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
     at::Tensor attn = at::empty({n, hq, d}, x.options());
     const std::optional<gpu::SkinnyEngine> downEngine = skinnyEngine(n, kDown);
-    at::Tensor act = downEngine ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
+    const bool siluInside = downEngine && prologueInside(n, kDown);
+    at::Tensor act = siluInside ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
     // The output of the last o / down projection, not yet added to the residual: the add + RMSNorm in
     // front of the next projection does it, inside the skinny GEMM where that one runs (it reads the
     // residual and writes the sum to the other buffer, then the two swap), else as its own kernel.
@@ -242,7 +249,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             gpu::rmsNorm(h, residual, normWeight, eps);
             return project(h, p, l);
         }
-        if (const auto engine = skinnyEngine(n, p)) {
+        if (const auto engine = skinnyEngine(n, p); engine && prologueInside(n, p)) {
             if (!spare.defined()) spare = at::empty_like(x);
             const at::Tensor& weight = weightOf(p, l);
             at::Tensor out = at::empty({n, weight.size(0)}, x.options());
@@ -274,7 +281,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         }
         pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
-        if (downEngine) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
+        if (siluInside) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
             pending = at::empty_like(x);
             gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true, *downEngine);
         } else {
@@ -311,11 +318,32 @@ at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weig
     return out;
 }
 
+ModelRunner::Route ModelRunner::route(std::int64_t rows, int which) const
+{
+    if (which < kNumProjections && rows >= kChainMinRows) {
+        const auto it = m_chainRoutes.lower_bound(static_cast<int>(std::min<std::int64_t>(rows, INT32_MAX)));
+        if (it != m_chainRoutes.end()) return it->second[static_cast<size_t>(which)];
+    }
+    if (rows <= m_skinnyRows[which]) return Route::Simt;
+    if (rows <= m_tensorCoreRows[which]) return m_options.tensorCoreApart ? Route::TensorCoreApart : Route::TensorCore;
+    return Route::Library;
+}
+
 std::optional<gpu::SkinnyEngine> ModelRunner::skinnyEngine(std::int64_t rows, int which) const
 {
-    if (rows <= m_skinnyRows[which]) return gpu::SkinnyEngine::Simt;
-    if (rows <= m_tensorCoreRows[which]) return gpu::SkinnyEngine::TensorCore;
+    switch (route(rows, which)) {
+    case Route::Simt: return gpu::SkinnyEngine::Simt;
+    case Route::TensorCore:
+    case Route::TensorCoreApart: return gpu::SkinnyEngine::TensorCore;
+    case Route::Library: break;
+    }
     return std::nullopt;
+}
+
+bool ModelRunner::prologueInside(std::int64_t rows, int which) const
+{
+    const Route r = route(rows, which);
+    return r == Route::Simt || r == Route::TensorCore;
 }
 
 at::Tensor ModelRunner::project(const at::Tensor& x, Projection p, size_t l) const
@@ -475,6 +503,7 @@ std::vector<std::string> ModelRunner::tuneLayouts()
                          (tcUpTo > 0 ? ", tensor cores up to " + std::to_string(tcUpTo) + " rows" : ""));
         m_skinnyRows[p] = upTo;
         m_tensorCoreRows[p] = tcUpTo;
+        m_tensorCoresAgree[p] = tcError <= 1e-2;
         if (!useT) continue;
         if (p == kNumProjections) {
             m_lmHeadT = t0;
@@ -484,9 +513,107 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         for (size_t l = 0; l < layers.size(); ++l)
             m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
     }
+    chooseChainRoutes(report);
     choosePersistent(report);
     m_layoutReport = report;
     return report;
+}
+
+ModelRunner::Metadata ModelRunner::tuningStep(int batch, std::int64_t context) const
+{
+    const int bs = m_kv.blockSize();
+    const std::int64_t blocksPerSeq = (context + bs - 1) / bs;
+    RunnerStep step;
+    for (int i = 0; i < batch; ++i) {
+        RunnerSequence seq;
+        seq.numNew = 1;
+        seq.past = context - 1;
+        for (std::int64_t b = 0; b < blocksPerSeq; ++b) seq.blocks.push_back(static_cast<int>(i * blocksPerSeq + b));
+        seq.sample = true;
+        step.seqs.push_back(std::move(seq));
+        step.tokenIds.push_back(0);
+    }
+    step.positions.assign(static_cast<size_t>(m_decoder.rope().numAxes()) * static_cast<size_t>(batch), context - 1);
+    return upload(step);
+}
+
+// Why the step and not the projections alone: our tensor-core GEMM loads its weights before its PDL
+// wait, so in the step it overlaps the kernel before it, which the per-projection timings (one weight,
+// repeated) cannot show; cuBLAS launches without PDL. On an H200 (perf.md, call 87) the tensor cores
+// behind the norm kernels took 60 to 94 us off the step at 4 and 8 sequences although cuBLAS wins most
+// of those projections alone, and the best choice differs per projection and batch (gate/up through
+// cuBLAS from 16 rows, o on the tensor cores at 24 and 32). So for each graph size of kChainMinRows to
+// 64 sequences that the pool can hold at a page's context, each projection in turn tries the routes it
+// does not take yet, the library and the tensor cores behind the norm kernels, and keeps one that makes
+// the step at least 2 % faster with logits that agree with the per-projection choice's. About 5 to 9
+// timings of a few decode steps per size.
+void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
+{
+    const at::Device device = m_decoder.device();
+    if (!device.is_cuda() || !gpu::cudaGraphsAvailable()) return;
+    if (const char* e = std::getenv("LECTOR_CHAIN_TUNING"); e && std::string(e) == "0") {
+        report.push_back("decode-step routes: not timed (LECTOR_CHAIN_TUNING=0)");
+        return;
+    }
+    bool anyTensorCores = false;
+    for (int p = 0; p < kNumProjections; ++p) anyTensorCores = anyTensorCores || m_tensorCoresAgree[p];
+    if (!anyTensorCores) return;  // nothing but the library to choose from
+    const int bs = m_kv.blockSize();
+    const std::int64_t blocksPerSeq = (kTuningContext + bs - 1) / bs;
+    const char* names[kNumProjections] = {"qkv", "o", "gate/up", "down"};
+    const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart"};
+    m_chainRoutes.clear();
+    for (const int b : graphBatchSizes(std::min(m_options.maxGraphBatch, gpu::kSkinnyTcMaxRows))) {
+        if (b < kChainMinRows) continue;
+        if (b * blocksPerSeq * bs > m_kv.numSlots()) break;  // the pool is too small for this batch at a page's context
+        const Metadata meta = tuningStep(b, kTuningContext);
+        useGraphAttention(b);
+        auto step = [&] { return logits(forward(embedRows(meta, at::Tensor()), meta)); };
+        Routes routes;
+        for (int p = 0; p < kNumProjections; ++p) routes[static_cast<size_t>(p)] = route(b, p);  // per projection
+        m_chainRoutes[b] = routes;
+        at::Tensor want;
+        double perProjectionUs = 0;
+        try {
+            want = step().to(at::kFloat);
+            perProjectionUs = gpu::graphMicros(device, [&] { (void)step(); }, 3);
+        } catch (const std::exception& e) {  // what the graphs would run fails: leave this size to them
+            m_chainRoutes.erase(b);
+            report.push_back("decode step of " + std::to_string(b) + " sequences: not timed (" + e.what() + ")");
+            break;
+        }
+        double bestUs = perProjectionUs;
+        for (int p = 0; p < kNumProjections; ++p) {
+            for (const Route alt : {Route::Library, Route::TensorCoreApart}) {
+                const Route now = routes[static_cast<size_t>(p)];
+                // (o has no prologue: both tensor-core routes are one)
+                if (alt == now || (alt == Route::TensorCoreApart && (!m_tensorCoresAgree[p] || (p == kO && now == Route::TensorCore))))
+                    continue;
+                Routes trial = routes;
+                trial[static_cast<size_t>(p)] = alt;
+                m_chainRoutes[b] = trial;
+                double us = std::numeric_limits<double>::infinity();
+                try {
+                    const at::Tensor got = step().to(at::kFloat);
+                    const double err = (got - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-30);
+                    if (err <= 1e-2) us = gpu::graphMicros(device, [&] { (void)step(); }, 3);
+                } catch (const std::exception&) {
+                    // a route this card or shape does not take: never
+                }
+                if (us < 0.98 * bestUs) {
+                    bestUs = us;
+                    routes = trial;
+                }
+            }
+        }
+        m_chainRoutes[b] = routes;
+        std::string line = "decode step of " + std::to_string(b) + " sequences:";
+        for (int p = 0; p < kNumProjections; ++p)
+            line += std::string(p ? "," : "") + " " + names[p] + " " + routeNames[static_cast<int>(routes[static_cast<size_t>(p)])];
+        report.push_back(line + " (" + std::to_string(static_cast<int>(bestUs + 0.5)) + " us, against " +
+                         std::to_string(static_cast<int>(perProjectionUs + 0.5)) + " with the per-projection choice)");
+    }
+    useEagerAttention();
 }
 
 void ModelRunner::choosePersistent(std::vector<std::string>& report)
@@ -495,18 +622,8 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
     // One decode step of one sequence at a page's context, both ways, on the empty pool's first blocks
     // (their contents do not matter for timing): the persistent kernel against the kernel chain with the
     // layouts just chosen and the graphs' partition for a single sequence.
-    const int bs = m_kv.blockSize();
-    const std::int64_t context = std::min<std::int64_t>(1076, std::int64_t(m_kv.numSlots()));
-    RunnerStep step;
-    RunnerSequence seq;
-    seq.numNew = 1;
-    seq.past = context - 1;
-    for (std::int64_t b = 0; b * bs < context; ++b) seq.blocks.push_back(static_cast<int>(b));
-    seq.sample = true;
-    step.seqs.push_back(seq);
-    step.tokenIds.push_back(0);
-    step.positions.assign(static_cast<size_t>(m_decoder.rope().numAxes()), context - 1);
-    const Metadata meta = upload(step);
+    const std::int64_t context = std::min<std::int64_t>(kTuningContext, std::int64_t(m_kv.numSlots()));
+    const Metadata meta = tuningStep(1, context);
     const at::Device device = m_decoder.device();
     const double persistentUs = gpu::graphMicros(device, [&] { (void)runPersistent(meta); }, 5);
     useGraphAttention(1);

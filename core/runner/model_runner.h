@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -48,6 +49,10 @@ struct RunnerOptions {
     int skinnyRows = -1;
     // The same for the skinny GEMM's tensor-core engine, from skinnyRows + 1 up to this many rows (<= 64).
     int tensorCoreRows = -1;
+    // With tensorCoreRows: those rows run the tensor-core engine behind the add + RMSNorm and SiLU-mul
+    // kernels instead of with them inside (the route tuneLayouts() picks per projection where the decode
+    // step measures faster with it), so the tests drive that path too.
+    bool tensorCoreApart = false;
     // Decode steps of one sequence as one persistent kernel (gpu::PersistentDecoder): Auto where its
     // CUDA kernel supports the model and device and tuneLayouts() measures it faster than the kernel
     // chain; Always wherever it runs (also on the CPU, as its reference: tests); Never.
@@ -110,8 +115,12 @@ public:
     // the o projection at one row on an H200), and uses gpu/'s skinny GEMM for steps of up to 8 rows
     // (SIMT) and up to 64 (tensor cores) where that measures faster still. CUDA only (else a no-op);
     // returns and keeps (layoutReport()) a line per projection.
-    // On CUDA it also times a single-sequence decode step through the persistent kernel and through the
-    // kernel chain, and keeps the faster (unless options.persistentDecode is Always).
+    // On CUDA it then times the decode step itself for each graph size of 3 to 64 sequences, one
+    // projection at a time through the matmul library and through the tensor-core engine behind the norm
+    // and SiLU-mul kernels, and keeps per size what makes the step faster (chooseChainRoutes; the
+    // environment variable LECTOR_CHAIN_TUNING=0 skips it). It also times a single-sequence decode step
+    // through the persistent kernel and through the kernel chain, and keeps the faster (unless
+    // options.persistentDecode is Always).
     std::vector<std::string> tuneLayouts();
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
 
@@ -137,12 +146,21 @@ private:
     at::Tensor forward(at::Tensor x, const Metadata& meta) const;
     at::Tensor logits(const at::Tensor& hidden) const;
     enum Projection { kQkv, kO, kGateUp, kDown, kNumProjections };
+    // How a projection runs at a row count: the matmul library; the skinny GEMM's SIMT or tensor-core
+    // engine with the add + RMSNorm or SiLU-mul in front of it inside the kernel; or the tensor-core
+    // engine behind those as kernels of their own.
+    enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart };
+    using Routes = std::array<Route, kNumProjections>;
+    // The route of projection `which` (kNumProjections: the LM head) at `rows` rows: chooseChainRoutes'
+    // choice for the smallest graph size it timed at or above `rows`, else the per-projection tuning.
+    Route route(std::int64_t rows, int which) const;
     // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
-    // The skinny GEMM engine tuning chose for projection `which` (kNumProjections: the LM head) at `rows`
-    // rows, or none (the matmul library).
+    // The skinny GEMM engine of route(rows, which), or none (the matmul library).
     std::optional<gpu::SkinnyEngine> skinnyEngine(std::int64_t rows, int which) const;
+    // Whether route(rows, which) puts the add + RMSNorm or SiLU-mul inside the skinny GEMM.
+    bool prologueInside(std::int64_t rows, int which) const;
     // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` at x's row count, into an
     // output of outType (x's dtype, or float32); else undefined.
     at::Tensor skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
@@ -152,6 +170,10 @@ private:
     bool persistentStep(const Metadata& meta) const;
     at::Tensor runPersistent(const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
+    void chooseChainRoutes(std::vector<std::string>& report);  // part of tuneLayouts()
+    // A decode step of `batch` sequences at `context` tokens on the pool's first blocks (their contents
+    // do not matter for timing), for the tuning's step timings.
+    Metadata tuningStep(int batch, std::int64_t context) const;
     void useGraphAttention(int batch);  // decode attention's split for the graph of `batch` sequences
     void useEagerAttention();           // ... and for eager steps (automatic)
     // sampling: the draws of a runSampled() step, or null (with a sampler attached, the graph then draws
@@ -172,6 +194,10 @@ private:
     at::Tensor m_lmHeadT;                                   // [hidden, vocab] when faster, else undefined
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
     int m_tensorCoreRows[kNumProjections + 1] = {};         // its tensor-core engine above those, up to this many
+    bool m_tensorCoresAgree[kNumProjections + 1] = {};      // tuning: the engine ran and matched the library
+    // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up and
+    // down for steps of more rows than the next smaller size, up to this one.
+    std::map<int, Routes> m_chainRoutes;
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
     std::string m_persistentReport;

@@ -25,7 +25,8 @@
 // whose grid then does not grow with the graph's context bound.
 //
 // Short partitions (one block per warp: the graphed decode steps of a few sequences) load K and V of
-// their blocks up front, before waiting for the previous kernel (kPreBlocks below).
+// their blocks up front, before waiting for the previous kernel (kPreBlocks below); the one-pass
+// variant loads its first block per warp that way.
 //
 // Cluster merge (decode only, sm_90; the graphed steps of one sequence): a fixed number P of
 // partitions per (row, KV head), each the CTA of one thread-block cluster, split the row's own context
@@ -244,16 +245,20 @@ __device__ __forceinline__ float tokenLogit(const float (&q)[kVecElems<T>], cons
 // scaled to the CTA's max, and maxLogit / sum the CTA's max and sum of weights per query head, as the
 // two-pass path leaves them. Masked blocks (ids outside the pool) and keys past `end` weigh nothing;
 // their V is never multiplied (it may be NaN).
-template <class T, int D, int G, int kWarps>
+//
+// first: the warp's first block (page warp of the partition) is already in kFirst / vFirst, loaded
+// before the PDL wait (decode rows); firstValid says whether it is a block of the pool.
+template <class T, int D, int G, int kWarps, int kSteps>
 __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>], const int32_t* table,
                              int firstPage, int numPages, int end, const T* kHead, const T* vHead,
                              int64_t tokenStride, float* partial, float* redMax, float* redSum, float (&maxLogit)[G],
-                             float (&sum)[G])
+                             float (&sum)[G], bool first, bool firstValid, const uint4 (&kFirst)[kSteps],
+                             const uint4 (&vFirst)[kSteps])
 {
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
     constexpr int kTokensPerStep = 32 / kLanesPerToken;
-    constexpr int kSteps = kKvBlockSize / kTokensPerStep;
+    static_assert(kSteps == kKvBlockSize / kTokensPerStep, "a block's loads per lane");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
 
@@ -265,16 +270,8 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
     }
-    for (int pg = warp; pg < numPages; pg += kWarps) {
-        const int page = firstPage + pg;
-        const int32_t block = table[page];
-        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
-        const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
-        uint4 kRaw[kSteps], vRaw[kSteps];
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) kRaw[s] = loadNc16(kHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) vRaw[s] = loadNc16(vHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+    // Adds one block of K and V (this lane's token group) to the running max, sum and p * v.
+    auto consume = [&](int page, const uint4 (&kRaw)[kSteps], const uint4 (&vRaw)[kSteps]) {
         float logit[kSteps][G];
         float blockMax[G];
 #pragma unroll
@@ -316,6 +313,23 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
                 for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(logit[s][g], v.v[e], acc[g][e]);
             }
         }
+    };
+    int pg = warp;
+    if (first) {  // warp-uniform
+        if (pg < numPages && firstValid) consume(firstPage + pg, kFirst, vFirst);
+        pg += kWarps;
+    }
+    for (; pg < numPages; pg += kWarps) {
+        const int page = firstPage + pg;
+        const int32_t block = table[page];
+        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
+        const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
+        uint4 kRaw[kSteps], vRaw[kSteps];
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) kRaw[s] = loadNc16(kHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) vRaw[s] = loadNc16(vHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+        consume(page, kRaw, vRaw);
     }
     // Token groups of a warp step share dims and the warp's max: fold their sums and outputs.
 #pragma unroll
@@ -575,14 +589,18 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
             vReg[j][s] = loadNc16(vPreBlock[j] + t * tokenStride);
         }
     };
-    const bool early = kPreBlocks > 0 && a.cuSeqlensQ == nullptr;
+    // The one-pass variant (kOnline) takes its first block per warp this way too, decode rows only (for
+    // prefill rows it loads every block in attendOnline). In the chained attention of 8 to 32 sequences
+    // that took 1.4-2.6 us a layer, in the decode step 0.3-0.7 (perf.md, device call 85).
+    const bool early = (kPreBlocks > 0 || kOnline) && a.cuSeqlensQ == nullptr;
+    const bool preBlocks = kPreBlocks > 0 || (kOnline && early);
 #pragma unroll
     for (int j = 0; j < kPre; ++j) {
         preValid[j] = false;
         kPreBlock[j] = kHead;
         vPreBlock[j] = vHead;
         const int pg = warp + j * kWarps;
-        if (kPreBlocks > 0 && pg < numPages) {
+        if (preBlocks && pg < numPages) {
             const int32_t block = table[firstPage + pg];
             preValid[j] = block >= 0 && block < a.numBlocks;  // warp-uniform
             kPreBlock[j] = kHead + int64_t(preValid[j] ? block : 0) * kKvBlockSize * tokenStride;
@@ -597,7 +615,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     allowDependentLaunch();
 #pragma unroll
     for (int j = 0; j < kPre; ++j)
-        if (kPreBlocks > 0 && preValid[j]) loadPre(j, early);  // decode: the newest token again; prefill: all now
+        if (preBlocks && preValid[j]) loadPre(j, early);  // decode: the newest token again; prefill: all now
 
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
     extern __shared__ float smem[];
@@ -638,8 +656,8 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     float maxLogit[G], sum[G];
     float* partial = smem;  // [kWarps, G, D]: each warp's unnormalised output at the CTA's max
     if constexpr (kOnline) {
-        attendOnline<T, D, G, kWarps>(a, q, table, firstPage, numPages, end, kHead, vHead, tokenStride, partial, redMax,
-                                      redSum, maxLogit, sum);
+        attendOnline<T, D, G, kWarps, kSteps>(a, q, table, firstPage, numPages, end, kHead, vHead, tokenStride, partial,
+                                              redMax, redSum, maxLogit, sum, preBlocks, preValid[0], kReg[0], vReg[0]);
     } else {
         // --- pass 1: logits ---
         float localMax[G];

@@ -13,10 +13,16 @@
 // shared memory once, with a row stride that is 64 mod 128 bytes so the 8 rows a quarter-warp reads
 // fall in different banks. Weights stream through registers, a stage of 8 blocks (16 x 16 bytes per
 // lane); the split is chosen so that one stage is usually the CTA's whole slice, loaded before
-// gridDependencyWait() (weights are immutable, common.cuh). The CTAs of a cluster leave their float32
-// partial tiles in shared memory and each CTA sums a 1/split share of the tile over the cluster
-// (distributed shared memory), in rank order, so results do not depend on timing. The RMSNorm's sum
-// of squares meets the same way: each CTA squares its slice, the cluster adds the partial sums.
+// gridDependencyWait() (weights are immutable, common.cuh). Where the slice takes a second stage (gate/up
+// at splits of 2, down at 8), that one is copied into shared memory by cp.async before the wait as well,
+// instead of loading after the first stage's products: on the H200 gate/up at 16 rows took 6.5 us
+// (7.7 in call 43), down with SiLU-mul at 8 rows 6.7 (8.5), and the batch-8 step with the tensor
+// cores for every projection 1075 us against 1159 before (perf.md, device calls 85-86).
+//
+// The CTAs of a cluster leave their float32 partial tiles in shared memory and each CTA sums a
+// 1/split share of the tile over the cluster (distributed shared memory), in rank order, so results do
+// not depend on timing. The RMSNorm's sum of squares meets the same way: each CTA squares its slice,
+// the cluster adds the partial sums.
 #include <cooperative_groups.h>
 
 #include <type_traits>
@@ -33,10 +39,15 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kColsPerCta = kWarps * 16;  // weight rows, i.e. output columns
 constexpr int kKBlock = 32;               // k per 4 lanes x 8 elements
-[[maybe_unused]] constexpr int kStage = 8;  // k blocks per pipeline stage (4 was no faster on the H200)
+constexpr int kStage = 8;  // k blocks per pipeline stage (4 was no faster on the H200)
 constexpr int kMaxSplit = 8;              // portable cluster size
 constexpr int kMaxSmem = 227 * 1024;      // sm_90 opt-in limit per CTA
 constexpr int kSmemBudget = 48 * 1024;    // the split grows until the staged x fits this (4 CTAs per SM)
+
+// A slice of up to this many 32-wide k blocks beyond the first register stage has the rest of its weight
+// copied into shared memory before the wait (cp.async, 4 KB per block); longer slices (the LM head's,
+// whose grid runs in several waves) load their later stages into registers as they go.
+constexpr int kMaxSmemWeightBlocks = kStage;
 
 struct Layout {
     int kSlice = 0;     // K per CTA
@@ -44,6 +55,9 @@ struct Layout {
     int rows8 = 0;      // rows of x rounded up to the 8-row B tiles
     int auxOffset = 0;  // bytes: the up half (SiLU-mul) or the residual (RMSNorm), staged beside x
     int sumsOffset = 0; // bytes: float[2][64] of RMSNorm partial sums and inverses after the x / C tiles
+    int staged = 0;     // bytes of the above (what the split keeps within kSmemBudget)
+    int smemBlocks = 0; // k blocks past the first stage whose weight waits in shared memory
+    int weightOffset = 0;  // bytes: those blocks, [block][lo, hi][thread] of 16 bytes
     int total = 0;      // dynamic shared memory bytes
 };
 
@@ -57,7 +71,11 @@ __host__ __device__ inline Layout layoutOf(int rows, int k, int split, bool twoI
     const int xBytes = l.rows8 * l.xStride * (twoInputs ? 2 : 1), cBytes = l.rows8 * kColsPerCta * 4;
     l.auxOffset = l.rows8 * l.xStride;
     l.sumsOffset = xBytes > cBytes ? xBytes : cBytes;
-    l.total = l.sumsOffset + 2 * kSkinnyTcMaxRows * 4;  // RMSNorm partial sums and inverse rms
+    l.staged = l.sumsOffset + 2 * kSkinnyTcMaxRows * 4;  // RMSNorm partial sums and inverse rms
+    const int extra = l.kSlice / kKBlock - kStage;
+    l.smemBlocks = extra > 0 && extra <= kMaxSmemWeightBlocks ? extra : 0;
+    l.weightOffset = l.staged;
+    l.total = l.staged + l.smemBlocks * 2 * kThreads * 16;
     return l;
 }
 
@@ -176,8 +194,9 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
     const T* wHi = w + int64_t(min(col0 + g + 8, p.n - 1)) * p.weightStride + k0 + t * 8;
 
     // A stage of kStage blocks per lane in registers; the split keeps most slices to one stage, so every
-    // weight load of the CTA is in flight before the wait. Longer slices take further stages, each loaded
-    // after the previous one is multiplied (the other CTAs on the multiprocessor cover that latency).
+    // weight load of the CTA is in flight before the wait. A second stage waits in shared memory (below);
+    // longer slices (the LM head's) take further stages, each loaded after the previous one is multiplied
+    // (the other CTAs on the multiprocessor cover that latency).
     uint4 wv[kStage][2];
     auto loadStage = [&](int b0) {
 #pragma unroll
@@ -189,6 +208,14 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
         }
     };
     loadStage(0);
+    // The rest of a slice of up to two stages goes to shared memory now, so that no weight load waits
+    // for the previous kernel (stageX's cp.async.wait_all covers these copies too).
+    uint4* wSmem = reinterpret_cast<uint4*>(smem + l.weightOffset);
+    for (int b = 0; b < l.smemBlocks; ++b) {
+        uint4* dst = wSmem + b * 2 * kThreads + threadIdx.x;
+        copyAsync16(dst, wLo + (kStage + b) * kKBlock);
+        copyAsync16(dst + kThreads, wHi + (kStage + b) * kKBlock);
+    }
     gridDependencyWait();
     allowDependentLaunch();
     stageX<T, kSilu, kNorm>(p, smem, l, k0, cluster);
@@ -198,7 +225,17 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
     for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     const unsigned char* xLane = smem + g * l.xStride + t * 16;
     for (int b0 = 0; b0 < numBlocks; b0 += kStage) {
-        if (b0 > 0) loadStage(b0);
+        if (b0 > 0 && l.smemBlocks > 0) {  // the second and last stage, from shared memory
+#pragma unroll
+            for (int u = 0; u < kStage; ++u) {
+                if (b0 + u < numBlocks) {
+                    wv[u][0] = wSmem[(b0 + u - kStage) * 2 * kThreads + threadIdx.x];
+                    wv[u][1] = wSmem[((b0 + u - kStage) * 2 + 1) * kThreads + threadIdx.x];
+                }
+            }
+        } else if (b0 > 0) {
+            loadStage(b0);
+        }
 #pragma unroll
         for (int u = 0; u < kStage; ++u) {
             if (b0 + u < numBlocks) {
@@ -285,7 +322,7 @@ int chooseSplit(const SkinnyGemmParams& p)
     int split = 1;
     while (split < kMaxSplit && p.k % (kKBlock * split * 2) == 0 &&
            (2 * colBlocks * split < 3 * numSms() ||
-            layoutOf(p.rows, p.k, split, p.siluMulInput || p.normWeight).total > kSmemBudget))
+            layoutOf(p.rows, p.k, split, p.siluMulInput || p.normWeight).staged > kSmemBudget))
         split *= 2;
     return split;
 }

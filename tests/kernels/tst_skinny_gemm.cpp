@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <utility>
 
 #include "gpu/ref/skinny_gemm_ref.h"
 #include "gpu/ops.h"
@@ -300,19 +301,21 @@ LECTOR_TEST(tensorCoreEngineVariantsMatchReference)
                                     std::to_string(k),
                                 out.cpu(), ref, kt::nmseBound(type));
             }
-            for (int k : {64, 1024}) {  // add + RMSNorm prologue
-                const uint64_t seed = 111 + rows + k;
+            // add + RMSNorm prologue; gate/up's 7168 columns at up to 16 rows take a split of 2, whose second
+            // stage of weights waits in shared memory
+            for (const auto [k, n] : {std::pair{64, 4101}, std::pair{1024, 4101}, std::pair{1024, 7168}}) {
+                const uint64_t seed = 111 + rows + k + n;
                 const at::Tensor delta = kt::randn({rows, k}, seed, type);
                 const at::Tensor residual = kt::randn({rows, k}, seed + 1, type, 3.0);
                 const at::Tensor normWeight = (kt::randn({k}, seed + 2) * 0.2 + 1.0).to(type);
-                const at::Tensor w = kt::randn({4101, k}, seed + 3, type);
-                const at::Tensor wantResidual = residual.clone(), want = at::empty({rows, 4101}, delta.options());
+                const at::Tensor w = kt::randn({n, k}, seed + 3, type);
+                const at::Tensor wantResidual = residual.clone(), want = at::empty({rows, n}, delta.options());
                 lector::gpu::skinnyLinearAddRmsNorm(want, delta, residual, wantResidual, normWeight, 1e-5, w, tc);  // CPU
                 const at::Tensor resIn = residual.cuda(), resOut = at::full_like(resIn, NAN);
-                const at::Tensor out = at::full({rows, 4101}, NAN, resIn.options());
+                const at::Tensor out = at::full({rows, n}, NAN, resIn.options());
                 lector::gpu::skinnyLinearAddRmsNorm(out, delta.cuda(), resIn, resOut, normWeight.cuda(), 1e-5, w.cuda(), tc);
                 const std::string what = "tc " + kt::typeName(type) + " add+norm, rows " + std::to_string(rows) + " k " +
-                                         std::to_string(k);
+                                         std::to_string(k) + " n " + std::to_string(n);
                 kt::expectClose(what, out.cpu(), want.to(at::kFloat), kt::nmseBound(type));
                 LECTOR_CHECK_MSG(at::equal(resOut.cpu(), wantResidual), what << ": residual differs");
                 LECTOR_CHECK(at::equal(resIn.cpu(), residual));

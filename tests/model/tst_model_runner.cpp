@@ -162,6 +162,18 @@ LECTOR_TEST(fusedRunnerWithTensorCoreProjectionsMatchesTheReference)
     checkStepByStep(options);
 }
 
+// The same with the tensor-core engine behind the add + RMSNorm and SiLU-mul kernels (the route the
+// decode-step tuning picks on CUDA where it is faster): the norm kernel's output and the activation's
+// reach the plain products, and the residual stays in one buffer.
+LECTOR_TEST(fusedRunnerWithTensorCoresBehindTheNormKernelsMatchesTheReference)
+{
+    runner::RunnerOptions options;
+    options.skinnyRows = 1;
+    options.tensorCoreRows = 64;
+    options.tensorCoreApart = true;
+    checkStepByStep(options);
+}
+
 // Decode-only steps whose ids come from the device (RunnerStep::deviceTokenIds) rather than the host.
 LECTOR_TEST(decodeIdsFedFromTheDeviceMatchTheReference)
 {
