@@ -8,6 +8,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -563,6 +564,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const char* names[kNumProjections] = {"qkv", "o", "gate/up", "down"};
     const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart"};
     m_chainRoutes.clear();
+    const auto t0 = std::chrono::steady_clock::now();
     for (const int b : graphBatchSizes(std::min(m_options.maxGraphBatch, gpu::kSkinnyTcMaxRows))) {
         if (b < kChainMinRows) continue;
         if (b * blocksPerSeq * bs > m_kv.numSlots()) break;  // the pool is too small for this batch at a page's context
@@ -614,6 +616,9 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
                          std::to_string(static_cast<int>(perProjectionUs + 0.5)) + " with the per-projection choice)");
     }
     useEagerAttention();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    report.push_back("decode-step routes: " + std::to_string(m_chainRoutes.size()) + " graph sizes timed in " +
+                     std::to_string(ms) + " ms");
 }
 
 void ModelRunner::choosePersistent(std::vector<std::string>& report)
