@@ -553,7 +553,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const at::Device device = m_decoder.device();
     if (!device.is_cuda() || !gpu::cudaGraphsAvailable()) return;
     if (const char* e = std::getenv("LECTOR_CHAIN_TUNING"); e && std::string(e) == "0") {
-        report.push_back("decode-step routes: not timed (LECTOR_CHAIN_TUNING=0)");
+        report.push_back("decode step routes: not timed (LECTOR_CHAIN_TUNING=0)");
         return;
     }
     bool anyTensorCores = false;
@@ -617,7 +617,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     }
     useEagerAttention();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-    report.push_back("decode-step routes: " + std::to_string(m_chainRoutes.size()) + " graph sizes timed in " +
+    report.push_back("decode step routes: " + std::to_string(m_chainRoutes.size()) + " graph sizes timed in " +
                      std::to_string(ms) + " ms");
 }
 

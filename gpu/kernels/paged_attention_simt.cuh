@@ -592,8 +592,9 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     // The one-pass variant (kOnline) takes its first block per warp this way too, decode rows only (for
     // prefill rows it loads every block in attendOnline). In the chained attention of 8 to 32 sequences
     // that took 1.4-2.6 us a layer, in the decode step 0.3-0.7 (perf.md, device call 85).
-    const bool early = (kPreBlocks > 0 || kOnline) && a.cuSeqlensQ == nullptr;
-    const bool preBlocks = kPreBlocks > 0 || (kOnline && early);
+    static_assert(kPreBlocks > 0 || kOnline, "every variant loads blocks before the wait");
+    const bool early = a.cuSeqlensQ == nullptr;
+    const bool preBlocks = kPreBlocks > 0 || early;  // prefill rows of the one-pass variant: none
 #pragma unroll
     for (int j = 0; j < kPre; ++j) {
         preValid[j] = false;
