@@ -53,23 +53,23 @@ struct Variant {
 };
 
 // The splits timed at `batch` sequences, with the decode graphs' choice among them (core/runner/
-// model_runner.cpp, useGraphAttention): one sequence a cluster of 16, two to four 64-key partitions,
-// more row partitions.
+// model_runner.cpp, useGraphAttention): one sequence a cluster of 16, two 64-key partitions, more row
+// partitions. Two and four sequences also time the cluster merge (the graphs take it for one only).
 std::vector<Variant> variantsFor(int batch)
 {
     std::vector<Variant> v;
     bool cluster16 = false;  // the graph of 1 takes it where the device runs it, else 64-key partitions
-    if (batch == 1)
+    if (batch == 1 || batch == 2 || batch == 4)
         for (int parts : {16, 8, 4})
             if (gpu::pagedDecodeClusterPartitionLen(kGraphContext, parts) <= gpu::kDecodeMaxPartition &&
                 gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)) {
-                v.push_back({"cluster of " + std::to_string(parts), 0, parts, 0, parts == 16});
-                cluster16 = cluster16 || parts == 16;
+                v.push_back({"cluster of " + std::to_string(parts), 0, parts, 0, batch == 1 && parts == 16});
+                cluster16 = cluster16 || (batch == 1 && parts == 16);
             }
-    v.push_back({"64-key partitions", 64, 0, 0, (batch == 1 && !cluster16) || (batch >= 2 && batch <= 4)});
+    v.push_back({"64-key partitions", 64, 0, 0, (batch == 1 && !cluster16) || batch == 2});
     const int rows = gpu::pagedDecodeRowPartitions(batch, kKvHeads, numSms());
-    v.push_back({"row partitions " + std::to_string(rows), 0, 0, rows, batch >= 8});
-    if (batch >= 8)  // its neighbours
+    v.push_back({"row partitions " + std::to_string(rows), 0, 0, rows, batch >= 3});
+    if (batch >= 4)  // its neighbours
         for (int r : {rows - 1, rows + 1})
             if (r >= 1 && r <= gpu::kDecodeMaxRowPartitions) v.push_back({"row partitions " + std::to_string(r), 0, 0, r, false});
     for (Variant& x : v)

@@ -189,13 +189,13 @@ Model makeModel(int rows, int context)
 }
 
 // The decode graphs' attention split (model_runner.cpp, useGraphAttention): a cluster of 16 for one
-// sequence where the device runs it, 64-key partitions up to 4, row partitions above.
+// sequence where the device runs it, 64-key partitions for 2, row partitions above.
 void attentionSplit(gpu::PagedDecodeAttentionParams& p, int rows, int numSms)
 {
     p.partitionSize = 64;
     if (rows == 1 && gpu::pagedDecodeClusterFits(gpu::DType::F16, 16, kQHeads / kKvHeads, kHeadDim, kGraphContext))
         p.clusterPartitions = 16;
-    else if (rows > 4)
+    else if (rows > 2)
         p.rowPartitions = gpu::pagedDecodeRowPartitions(rows, kKvHeads, numSms);
 }
 
@@ -422,8 +422,8 @@ std::vector<Variant> variants(int rows)
         for (int w = kQkvProj; w <= kDownProj; ++w)
             add(std::string("tensor cores (apart) for ") + names[w] + " only", [&](Variant& x) { x.tcApart = 1u << w; });
     }
-    if (rows == 1)  // the other splits of one sequence's attention, in the chain
-        for (int parts : {8, 4, -1})
+    if (rows <= 4)  // the other splits of a few sequences' attention, in the chain (-1: 64-key partitions)
+        for (int parts : rows == 1 ? std::vector<int>{8, 4, -1} : rows == 2 ? std::vector<int>{16, 8} : std::vector<int>{16, 8, -1})
             if (parts < 0 || (gpu::pagedDecodeClusterPartitionLen(kGraphContext, parts) <= gpu::kDecodeMaxPartition &&
                               gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)))
                 add(parts < 0 ? "attention in 64-key partitions" : "attention in clusters of " + std::to_string(parts),

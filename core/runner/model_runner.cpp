@@ -23,16 +23,17 @@ namespace hy = model::hunyuan;
 
 namespace {
 
-// Split-K partition for graphed decodes of 2 to 4 sequences: 64 keys, the variant that loads K and V
-// before waiting for the previous kernel (the graph of 1 takes the cluster merge). Graphs of 8 and more
+// Split-K partition for the graphed decode of 2 sequences: 64 keys, the variant that loads K and V
+// before waiting for the previous kernel (the graph of 1 takes the cluster merge). Graphs of 3 and more
 // split each sequence's own context into gpu::pagedDecodeRowPartitions() equal shares instead: the grid
-// then covers any context up to the graph's 8192-token bound with about one wave of CTAs and none empty.
-// H200 (perf.md calls 56-59 and 69): at batch 8 the step took 1.42 against 1.68 ms with 64-key
-// partitions; at batch 4 attention takes 13.7 against 14.9 us a layer at context 1076 (14.8 against
-// 16.9 at 1332) since the 64-key variant's logits run on the tensor cores; batch 32 attention 44.7 us a
-// layer against 46.0 with the 256-key partitions before, the batch-64 step 2.95 against 3.17 ms.
+// then covers any context up to the graph's 8192-token bound with one wave of CTAs and none empty.
+// H200 (perf.md calls 56-59, 69 and 89): at batch 8 the step took 1.42 against 1.68 ms with 64-key
+// partitions; batch 32 attention 44.7 us a layer against 46.0 with the 256-key partitions before, the
+// batch-64 step 2.95 against 3.17 ms. At batch 4, since the partitions stay within one wave (16, not 17),
+// attention takes 11.4 against 13.8 us a layer at context 1076 (12.4 against 15.0 at 1332); at batch 2
+// the 64-key variant still wins (7.9 against 10.3).
 constexpr int kGraphPartitionSmall = 64;
-constexpr int kGraphSmallBatch = 4;
+constexpr int kGraphSmallBatch = 2;
 // Partitions per sequence of the cluster merge (RunnerOptions::attentionClusterMaxBatch): 16 CTAs per KV
 // head, 128 CTAs for one sequence of the decoder's 8 KV heads, about one per SM of an H200.
 constexpr int kGraphClusterPartitions = 16;

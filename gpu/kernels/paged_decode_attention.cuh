@@ -73,15 +73,17 @@ constexpr int kDecodeOnlineCtasPerSm = 4;
 constexpr int kDecodeMaxRowPartitions = 64;
 
 // Row partitions for decode steps of numRows sequences whatever their context (the graphed steps of
-// more than a few sequences): about one wave of CTAs, numSms * kDecodeOnlineCtasPerSm, rounded to the
-// nearest whole number of partitions per (sequence, KV head), at least one. On an H200 at contexts of
-// 1076-1332 one wave of long CTAs beat every fixed partition length at 16 to 128 sequences (perf.md,
-// device calls 56-58): batch 32 gets 2, batch 64 and up 1.
+// more than a few sequences): as many whole partitions per (sequence, KV head) as one wave of CTAs holds,
+// numSms * kDecodeOnlineCtasPerSm, at least one. On an H200 at contexts of 1076-1332 one wave of long
+// CTAs beat every fixed partition length at 16 to 128 sequences (perf.md, device calls 56-58): batch 32
+// gets 2, batch 64 and up 1. Rounding to the nearest instead (before call 89) gave batch 24 three
+// partitions (576 CTAs) and batch 40 two (640): a second wave of 48 or 112 CTAs, and attention at 59 and
+// 67 % of copy bandwidth against 86 % at 32 (perf.md, calls 84-88).
 constexpr int pagedDecodeRowPartitions(int numRows, int numKvHeads, int numSms)
 {
     const int64_t base = int64_t(numRows) * numKvHeads;
     if (base <= 0) return 1;
-    const int64_t parts = (2 * int64_t(numSms) * kDecodeOnlineCtasPerSm + base) / (2 * base);  // round
+    const int64_t parts = int64_t(numSms) * kDecodeOnlineCtasPerSm / base;  // whole partitions in one wave
     return static_cast<int>(parts < 1 ? 1 : parts > kDecodeMaxRowPartitions ? kDecodeMaxRowPartitions : parts);
 }
 

@@ -177,15 +177,15 @@ LECTOR_TEST(referenceSkipsBlockIdsOutsideThePool)
 
 LECTOR_TEST(rowPartitionsMakeAboutOneWave)
 {
-    // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): rounded to
-    // the nearest whole number of partitions, at least 1, at most kDecodeMaxRowPartitions.
+    // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): the whole
+    // partitions that fit in that one wave, at least 1, at most kDecodeMaxRowPartitions.
     using lector::gpu::pagedDecodeRowPartitions;
-    LECTOR_CHECK(pagedDecodeRowPartitions(4, 8, 132) == 17);   // 16.5
+    LECTOR_CHECK(pagedDecodeRowPartitions(4, 8, 132) == 16);   // 16.5
     LECTOR_CHECK(pagedDecodeRowPartitions(8, 8, 132) == 8);    // 8.25
     LECTOR_CHECK(pagedDecodeRowPartitions(16, 8, 132) == 4);   // 4.1
-    LECTOR_CHECK(pagedDecodeRowPartitions(24, 8, 132) == 3);   // 2.75
+    LECTOR_CHECK(pagedDecodeRowPartitions(24, 8, 132) == 2);   // 2.75: 3 would take 576 CTAs, past one wave of 528
     LECTOR_CHECK(pagedDecodeRowPartitions(32, 8, 132) == 2);   // 2.06
-    LECTOR_CHECK(pagedDecodeRowPartitions(40, 8, 132) == 2);   // 1.65
+    LECTOR_CHECK(pagedDecodeRowPartitions(40, 8, 132) == 1);   // 1.65
     LECTOR_CHECK(pagedDecodeRowPartitions(48, 8, 132) == 1);   // 1.375
     LECTOR_CHECK(pagedDecodeRowPartitions(256, 8, 132) == 1);  // 0.26
     LECTOR_CHECK(pagedDecodeRowPartitions(1, 8, 132) == 64);   // 66, capped
