@@ -56,8 +56,8 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
                           int64_t partitionSize = -1, int64_t clusterPartitions = 0, int64_t rowPartitions = 0);
 
 // Row partitions (pagedDecodeAttention's rowPartitions) for decode steps of numRows sequences on
-// `device`: about one wave of the one-pass kernel's CTAs whatever the context (gpu/kernels/
-// paged_decode_attention.cuh, pagedDecodeRowPartitions).
+// `device`: the whole partitions that fit one wave of the one-pass kernel's CTAs, whatever the context
+// (gpu/kernels/paged_decode_attention.cuh, pagedDecodeRowPartitions).
 int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device);
 
 // What pagedDecodeAttention's automatic split (partitionSize < 0) takes for numRows sequences: row

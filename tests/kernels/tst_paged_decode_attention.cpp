@@ -175,7 +175,7 @@ LECTOR_TEST(referenceSkipsBlockIdsOutsideThePool)
                     1e-10);
 }
 
-LECTOR_TEST(rowPartitionsMakeAboutOneWave)
+LECTOR_TEST(rowPartitionsStayWithinOneWave)
 {
     // 132 SMs x 4 CTAs of the one-pass kernel = 528 slots, over (sequences x 8 KV heads): the whole
     // partitions that fit in that one wave, at least 1, at most kDecodeMaxRowPartitions.
