@@ -262,6 +262,57 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     std::printf("\n");
 }
 
+// GPU time of each operation of the prefill of one prompt of `tokens` new tokens and no cached ones (the
+// page's 1076), as the runner's forward() runs them (gpu::graphMicros: launch overhead excluded), so
+// their sum can be held against the engine's prefill stage. CUDA only.
+void prefillBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int tokens)
+{
+    const TextConfig& c = decoder.config();
+    const at::Device device = decoder.device();
+    const auto opts = at::TensorOptions().dtype(decoder.dtype()).device(device);
+    const auto ints = at::TensorOptions().dtype(at::kInt).device(device);
+    const auto& w = decoder.layers()[0];
+    const int64_t n = tokens, d = c.headDim, hq = c.numHeads, hk = c.numKvHeads, bs = kv.blockSize();
+    const int64_t blocks = (n + bs - 1) / bs;
+    if (kv.keys(0).view({-1, bs, hk, d}).size(0) < blocks) {
+        std::printf("- prefill breakdown not timed: the KV pool holds fewer than %lld blocks\n\n", (long long)blocks);
+        return;
+    }
+    at::Tensor h = at::randn({n, c.hiddenSize}, opts), res = at::randn({n, c.hiddenSize}, opts);
+    at::Tensor qkv = at::randn({n, (hq + 2 * hk) * d}, opts), attn = at::randn({n, hq, d}, opts);
+    at::Tensor gateUp = at::randn({n, 2 * c.intermediateSize}, opts), act = at::randn({n, c.intermediateSize}, opts);
+    const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d}), k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
+    const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
+    const at::Tensor pos = at::arange(n, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0).repeat({4, 1});
+    const at::Tensor cosSin = at::randn({n + 8, d}, at::TensorOptions().dtype(at::kFloat).device(device));
+    const at::Tensor slots = at::arange(n, at::TensorOptions().dtype(at::kLong).device(device));
+    const at::Tensor table = at::arange(blocks, ints).view({1, blocks});
+    const at::Tensor cuSeqlens = at::tensor(std::vector<int32_t>{0, int32_t(n)}, at::kInt).to(device);
+    const at::Tensor lens = at::full({1}, n, ints);
+    const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
+    const double scale = 1.0 / std::sqrt(double(d));
+    struct Op { const char* name; int perStep; std::function<void()> fn; };
+    const int L = c.numLayers;
+    const std::vector<Op> ops = {
+        {"add + rmsnorm", 2 * L + 1, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({n, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
+        {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
+        {"qk-norm + rope + kv write", L, [&] { gpu::qkNormRopeWriteKv(q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5, keyCache, valueCache, slots); }},
+        {"prefill attention (causal, paged)", L, [&] { gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, table, cuSeqlens, lens, n, n, scale); }},
+        {"o matmul", L, [&] { (void)at::linear(attn.view({n, hq * d}), w.oProj); }},
+        {"gate/up matmul", L, [&] { (void)at::linear(h, w.gateUpProj); }},
+        {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
+        {"down matmul", L, [&] { (void)at::linear(act, w.downProj); }},
+    };
+    std::printf("| op, prefill of %lld tokens | us per call | calls | us per prefill |\n|---|---|---|---|\n", (long long)n);
+    double total = 0.0;
+    for (const Op& op : ops) {
+        const double us = gpu::graphMicros(device, op.fn);
+        total += us * op.perStep;
+        std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
+    }
+    std::printf("| sum (the embedding, the last row's LM head and the copies not included) | | | %.1f |\n\n", total);
+}
+
 // The fused runner: parity against the golden file (when given) and the decode step alone.
 bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const VisionEncoder& vision, const Image& image,
                  std::map<std::string, std::string>& opt, const at::Device& device, at::ScalarType dtype)
@@ -479,6 +530,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     if (device.is_cuda() && gpu::cudaGraphsAvailable())
         for (int b : batches)
             if (b == 1 || b == 32) decodeBreakdown(decoder, kv, b, context);
+    if (device.is_cuda() && gpu::cudaGraphsAvailable()) prefillBreakdown(decoder, kv, context);
     return ok;
 }
 
