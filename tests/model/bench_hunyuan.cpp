@@ -530,7 +530,14 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     if (device.is_cuda() && gpu::cudaGraphsAvailable())
         for (int b : batches)
             if (b == 1 || b == 32) decodeBreakdown(decoder, kv, b, context);
-    if (device.is_cuda() && gpu::cudaGraphsAvailable()) prefillBreakdown(decoder, kv, context);
+    if (device.is_cuda() && gpu::cudaGraphsAvailable()) {
+        std::fflush(stdout);  // a failure below must not take the parity table with it
+        try {
+            prefillBreakdown(decoder, kv, context);
+        } catch (const std::exception& e) {
+            std::printf("- prefill breakdown failed: %.200s\n\n", e.what());
+        }
+    }
     return ok;
 }
 
