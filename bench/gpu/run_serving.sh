@@ -6,6 +6,7 @@
 #   - kernel tests; fused-runner parity (float16 / bfloat16 against transformers float32) and the decode
 #     step alone at batch 1 .. 256 with and without CUDA graphs (bench_hunyuan --runner fused), and again
 #     with the per-projection choices only (LECTOR_CHAIN_TUNING=0: no decode-step timing of the routes);
+#     the ops of a decode step at batch 1 and 32 and of the page's prefill, each alone (runner_fp16.md);
 #   - paged decode attention alone, batch 64, context 4096 (bench_paged_attention), and as the decode
 #     graphs launch it at 1 to 32 sequences (bench_decode_attention, checked against the CPU reference);
 #   - the decode step of 1 to 64 sequences, each part left out in turn, and from 4 sequences the
