@@ -148,14 +148,7 @@ Model makeModel(int rows, int context)
     m.lmHead = halves(size_t(kVocab) * kHidden, seed++, 0.05f);
     m.finalNorm = halves(kHidden, seed++, 0.1f, 1.0f);
     // XD-RoPE's table (cos at j, sin at 64 + j) and every row at the context's last position on all 4 axes.
-    std::vector<float> cs(size_t(kGraphContext) * kHeadDim);
-    for (int p = 0; p < kGraphContext; ++p)
-        for (int j = 0; j < kHeadDim / 2; ++j) {
-            const double a = p * std::pow(10000.0, -2.0 * j / kHeadDim);
-            cs[size_t(p) * kHeadDim + j] = float(std::cos(a));
-            cs[size_t(p) * kHeadDim + kHeadDim / 2 + j] = float(std::sin(a));
-        }
-    m.cosSin = upload(cs);
+    m.cosSin = upload(bench::ropeTable(kGraphContext, kHeadDim));
     m.positions = upload(std::vector<int64_t>(size_t(4) * rows, context - 1));
     // Each sequence's blocks a shuffled part of the pool; its new token in the last one.
     const int width = kGraphContext / gpu::kKvBlockSize;

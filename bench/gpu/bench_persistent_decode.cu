@@ -133,13 +133,7 @@ void build(Model& m, gpu::DType dtype, int layers, int maxContext)
     check(cudaMemcpy(m.table->ptr, table.data(), m.table->bytes, cudaMemcpyHostToDevice), "table");
     p.layers = static_cast<const void* const*>(m.table->ptr);
     const int maxPos = 8192;
-    std::vector<float> cosSin(size_t(maxPos) * d);
-    for (int pos = 0; pos < maxPos; ++pos)
-        for (int j = 0; j < d / 2; ++j) {
-            const double a = pos * std::pow(10000.0, -2.0 * j / d);
-            cosSin[size_t(pos) * d + j] = float(std::cos(a));
-            cosSin[size_t(pos) * d + d / 2 + j] = float(std::sin(a));
-        }
+    const std::vector<float> cosSin = bench::ropeTable(maxPos, d);
     Buffer* cs = m.alloc(cosSin.size() * 4);
     check(cudaMemcpy(cs->ptr, cosSin.data(), cs->bytes, cudaMemcpyHostToDevice), "cosSin");
     p.cosSin = static_cast<const float*>(cs->ptr);

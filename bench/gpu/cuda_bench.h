@@ -1,7 +1,7 @@
 // What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention,
 // bench_decode_step) share: a CUDA error check that ends the program, a device buffer, the
 // device-to-device copy bandwidth their tables are measured against, the time of a captured sequence of
-// launches, and a list argument. CUDA runtime only; header-only, so each bench still builds with one
+// launches, a list argument and the RoPE table of the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one
 // nvcc line.
 #pragma once
 
@@ -107,6 +107,20 @@ inline std::vector<int> parseList(const char* s)
         if (*p == ',') ++p;
     }
     return out;
+}
+
+// The rotary table the decoder's kernels read (gpu/kernels/qk_norm_rope.cuh): for each position p,
+// cos(p * 10000^(-2j / headDim)) at j and its sine at headDim / 2 + j, j < headDim / 2.
+inline std::vector<float> ropeTable(int positions, int headDim)
+{
+    std::vector<float> cs(size_t(positions) * headDim);
+    for (int p = 0; p < positions; ++p)
+        for (int j = 0; j < headDim / 2; ++j) {
+            const double a = p * std::pow(10000.0, -2.0 * j / headDim);
+            cs[size_t(p) * headDim + j] = float(std::cos(a));
+            cs[size_t(p) * headDim + headDim / 2 + j] = float(std::sin(a));
+        }
+    return cs;
 }
 
 }  // namespace lector::bench

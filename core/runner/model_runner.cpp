@@ -576,9 +576,10 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
         for (int p = 0; p < kNumProjections; ++p) routes[static_cast<size_t>(p)] = route(b, p);  // per projection
         m_chainRoutes[b] = routes;
         at::Tensor want;
-        double perProjectionUs = 0;
+        double wantNorm = 0, perProjectionUs = 0;
         try {
             want = step().to(at::kFloat);
+            wantNorm = std::max(want.norm().item<double>(), 1e-30);
             perProjectionUs = gpu::graphMicros(device, [&] { (void)step(); }, 3);
         } catch (const std::exception& e) {  // what the graphs would run fails: leave this size to them
             m_chainRoutes.erase(b);
@@ -598,7 +599,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
                 double us = std::numeric_limits<double>::infinity();
                 try {
                     const at::Tensor got = step().to(at::kFloat);
-                    const double err = (got - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-30);
+                    const double err = (got - want).norm().item<double>() / wantNorm;
                     if (err <= 1e-2) us = gpu::graphMicros(device, [&] { (void)step(); }, 3);
                 } catch (const std::exception&) {
                     // a route this card or shape does not take: never

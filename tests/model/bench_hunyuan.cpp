@@ -159,6 +159,49 @@ void visionBackends(const VisionEncoder& vision, const PreprocessedImage& pre)
 #endif
 }
 
+// One row of a breakdown table: an operation called perStep times a step (or a prefill).
+struct TimedOp {
+    const char* name;
+    int perStep;
+    std::function<void()> fn;
+};
+
+// Times each op alone (gpu::graphMicros: launch overhead excluded) and prints the table: "| op, title |
+// us per call | calls per unit | us per unit |". Returns the sum over the ops.
+double printOpTable(const at::Device& device, const std::string& title, const char* unit, const std::vector<TimedOp>& ops)
+{
+    std::printf("| op, %s | us per call | calls per %s | us per %s |\n|---|---|---|---|\n", title.c_str(), unit, unit);
+    double total = 0.0;
+    for (const TimedOp& op : ops) {
+        const double us = gpu::graphMicros(device, op.fn);
+        total += us * op.perStep;
+        std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
+    }
+    return total;
+}
+
+// Random activations of `rows` rows in the decoder's shapes, as one layer's ops read and write them;
+// q, k and v are views of qkv.
+struct LayerActivations {
+    at::Tensor h, res, qkv, attn, gateUp, act, q, k, v;
+};
+
+LayerActivations layerActivations(const TextConfig& c, const at::TensorOptions& opts, int64_t rows)
+{
+    const int64_t d = c.headDim, hq = c.numHeads, hk = c.numKvHeads;
+    LayerActivations a;
+    a.h = at::randn({rows, c.hiddenSize}, opts);
+    a.res = at::randn({rows, c.hiddenSize}, opts);
+    a.qkv = at::randn({rows, (hq + 2 * hk) * d}, opts);
+    a.attn = at::randn({rows, hq, d}, opts);
+    a.gateUp = at::randn({rows, 2 * c.intermediateSize}, opts);
+    a.act = at::randn({rows, c.intermediateSize}, opts);
+    a.q = a.qkv.narrow(1, 0, hq * d).view({rows, hq, d});
+    a.k = a.qkv.narrow(1, hq * d, hk * d).view({rows, hk, d});
+    a.v = a.qkv.narrow(1, (hq + hk) * d, hk * d).view({rows, hk, d});
+    return a;
+}
+
 // GPU time of each operation of a decode step at `batch` sequences of `context` tokens (gpu::graphMicros:
 // launch overhead excluded); per-layer ops are multiplied by the number of layers. Projections as the
 // decoder stores them: the runner's tuned choice (transposed copies, the skinny GEMM) is in its layout
@@ -171,11 +214,9 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     const auto& w = decoder.layers()[0];
     const int64_t b = batch, d = c.headDim, hq = c.numHeads, hk = c.numKvHeads, bs = kv.blockSize();
     const int64_t blocksPerSeq = (context + 1 + bs - 1) / bs;
-    at::Tensor h = at::randn({b, c.hiddenSize}, opts), res = at::randn({b, c.hiddenSize}, opts);
-    at::Tensor qkv = at::randn({b, (hq + 2 * hk) * d}, opts), attn = at::randn({b, hq, d}, opts);
-    at::Tensor gateUp = at::randn({b, 2 * c.intermediateSize}, opts), act = at::randn({b, c.intermediateSize}, opts);
-    const at::Tensor q = qkv.narrow(1, 0, hq * d).view({b, hq, d}), k = qkv.narrow(1, hq * d, hk * d).view({b, hk, d});
-    const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({b, hk, d});
+    const LayerActivations act0 = layerActivations(c, opts, b);
+    const at::Tensor &h = act0.h, &res = act0.res, &attn = act0.attn, &gateUp = act0.gateUp, &act = act0.act;
+    const at::Tensor &q = act0.q, &k = act0.k, &v = act0.v;
     const at::Tensor pos = at::full({4, b}, context, at::TensorOptions().dtype(at::kLong).device(device));
     const at::Tensor cosSin = at::randn({context + 8, d}, at::TensorOptions().dtype(at::kFloat).device(device));
     const at::Tensor slots = at::arange(b, at::TensorOptions().dtype(at::kLong).device(device)) * (blocksPerSeq * bs) + context;
@@ -185,9 +226,8 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
     graphTable.narrow(1, 0, blocksPerSeq).copy_(table);
     const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
     const double scale = 1.0 / std::sqrt(double(d));
-    struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
-    std::vector<Op> ops = {
+    std::vector<TimedOp> ops = {
         {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
         {"o matmul", L, [&] { (void)at::linear(attn.view({b, hq * d}), w.oProj); }},
         {"gate/up matmul", L, [&] { (void)at::linear(h, w.gateUpProj); }},
@@ -254,11 +294,7 @@ void decodeBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, int
             std::printf("- persistent decode step not timed: %s\n\n", why.c_str());
         }
     }
-    std::printf("| op, batch %d, context %d | us per call | calls per step | us per step |\n|---|---|---|---|\n", batch, context);
-    for (const Op& op : ops) {
-        const double us = gpu::graphMicros(device, op.fn);
-        std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
-    }
+    (void)printOpTable(device, "batch " + std::to_string(batch) + ", context " + std::to_string(context), "step", ops);
     std::printf("\n");
 }
 
@@ -278,11 +314,9 @@ void prefillBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, in
         std::printf("- prefill breakdown not timed: the KV pool holds fewer than %lld blocks\n\n", (long long)blocks);
         return;
     }
-    at::Tensor h = at::randn({n, c.hiddenSize}, opts), res = at::randn({n, c.hiddenSize}, opts);
-    at::Tensor qkv = at::randn({n, (hq + 2 * hk) * d}, opts), attn = at::randn({n, hq, d}, opts);
-    at::Tensor gateUp = at::randn({n, 2 * c.intermediateSize}, opts), act = at::randn({n, c.intermediateSize}, opts);
-    const at::Tensor q = qkv.narrow(1, 0, hq * d).view({n, hq, d}), k = qkv.narrow(1, hq * d, hk * d).view({n, hk, d});
-    const at::Tensor v = qkv.narrow(1, (hq + hk) * d, hk * d).view({n, hk, d});
+    const LayerActivations act0 = layerActivations(c, opts, n);
+    const at::Tensor &h = act0.h, &res = act0.res, &attn = act0.attn, &gateUp = act0.gateUp, &act = act0.act;
+    const at::Tensor &q = act0.q, &k = act0.k, &v = act0.v;
     const at::Tensor pos = at::arange(n, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0).repeat({4, 1});
     const at::Tensor cosSin = at::randn({n + 8, d}, at::TensorOptions().dtype(at::kFloat).device(device));
     const at::Tensor slots = at::arange(n, at::TensorOptions().dtype(at::kLong).device(device));
@@ -291,9 +325,8 @@ void prefillBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, in
     const at::Tensor lens = at::full({1}, n, ints);
     const at::Tensor keyCache = kv.keys(0).view({-1, bs, hk, d}), valueCache = kv.values(0).view({-1, bs, hk, d});
     const double scale = 1.0 / std::sqrt(double(d));
-    struct Op { const char* name; int perStep; std::function<void()> fn; };
     const int L = c.numLayers;
-    const std::vector<Op> ops = {
+    const std::vector<TimedOp> ops = {
         {"add + rmsnorm", 2 * L + 1, [&] { gpu::fusedAddRmsNorm(h, res, attn.view({n, hq * d}).narrow(1, 0, c.hiddenSize), w.postNorm, 1e-5); }},
         {"qkv matmul", L, [&] { (void)at::linear(h, w.qkvProj); }},
         {"qk-norm + rope + kv write", L, [&] { gpu::qkNormRopeWriteKv(q, k, v, pos, cosSin, w.queryNorm, w.keyNorm, c.xdropeSection, 1e-5, keyCache, valueCache, slots); }},
@@ -303,13 +336,7 @@ void prefillBreakdown(const TextDecoder& decoder, runner::PagedKvStorage& kv, in
         {"silu x mul", L, [&] { gpu::siluAndMul(act, gateUp); }},
         {"down matmul", L, [&] { (void)at::linear(act, w.downProj); }},
     };
-    std::printf("| op, prefill of %lld tokens | us per call | calls | us per prefill |\n|---|---|---|---|\n", (long long)n);
-    double total = 0.0;
-    for (const Op& op : ops) {
-        const double us = gpu::graphMicros(device, op.fn);
-        total += us * op.perStep;
-        std::printf("| %s | %.2f | %d | %.1f |\n", op.name, us, op.perStep, us * op.perStep);
-    }
+    const double total = printOpTable(device, "prefill of " + std::to_string(n) + " tokens", "prefill", ops);
     std::printf("| sum (the embedding, the last row's LM head and the copies not included) | | | %.1f |\n\n", total);
 }
 
