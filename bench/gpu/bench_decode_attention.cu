@@ -185,13 +185,7 @@ bool checkVariant(const Setup& s, const Variant& v)
     h.blockTable = s.hostTable.data();
     h.contextLens = s.hostLens.data();
     gpu::ref::pagedDecodeAttentionRef(h);
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double a = gpu::ref::halfBitsToFloat(got[i]), b = gpu::ref::halfBitsToFloat(want[i]);
-        err += std::isfinite(a) ? (a - b) * (a - b) : INFINITY;
-        norm += b * b;
-    }
-    const double nmse = err / std::max(norm, 1e-30);
+    const double nmse = bench::halfNmse(got, want);
     const bool ok = nmse <= 1e-5;
     std::printf("| %d | %s | %.2e | %s |\n", s.batch, v.name.c_str(), nmse, ok ? "ok" : "MISMATCH");
     return ok;

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "bench/gpu/cuda_bench.h"
+#include "bench/gpu/decoder_bench.h"
 #include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/rms_norm.cuh"
@@ -54,44 +55,12 @@ namespace {
 
 using bench::check;
 using Buffer = bench::DeviceBuffer;
+using bench::halves;
+using bench::upload;
 
-// The decoder (docs/hunyuanocr-spec.md): hidden 1024, 16 query / 8 KV heads of 128, MLP 3584, vocab 120818.
-constexpr int kHidden = 1024, kQHeads = 16, kKvHeads = 8, kHeadDim = 128, kInter = 3584, kVocab = 120818,
-              kLayers = 24, kQkv = (kQHeads + 2 * kKvHeads) * kHeadDim;
+using namespace bench::decoder;  // the decoder's shapes, Layer and its kernels' parameters
 constexpr int kGraphContext = 8192;  // the graphs' context bound: block-table width and the grid's
 constexpr int kMaxRows = 64;
-
-// Uniform values in [-scale, scale] from a hash of the index: 1 GB of weights without a host copy.
-__global__ void fillKernel(__half* dst, size_t n, uint32_t seed, float scale, float offset)
-{
-    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        uint32_t h = uint32_t(i) * 2654435761u ^ seed * 0x9e3779b9u ^ uint32_t(i >> 32);
-        h ^= h >> 15;
-        h *= 0x2c1b3c6du;
-        h ^= h >> 12;
-        dst[i] = __float2half(offset + scale * (float(h & 0xffffff) / float(0x800000) - 1.0f));
-    }
-}
-
-std::unique_ptr<Buffer> halves(size_t n, uint32_t seed, float scale, float offset = 0.0f)
-{
-    auto b = std::make_unique<Buffer>(n * 2);
-    fillKernel<<<1024, 256>>>(static_cast<__half*>(b->ptr), n, seed, scale, offset);
-    check(cudaGetLastError(), "fill");
-    return b;
-}
-
-template <class T>
-std::unique_ptr<Buffer> upload(const std::vector<T>& v)
-{
-    auto b = std::make_unique<Buffer>(v.size() * sizeof(T));
-    check(cudaMemcpy(b->ptr, v.data(), b->bytes, cudaMemcpyHostToDevice), "upload");
-    return b;
-}
-
-struct Layer {
-    std::unique_ptr<Buffer> qkv, o, gateUp, down, inputNorm, postNorm, queryNorm, keyNorm, keys, values;
-};
 
 // How the projections run from 3 rows (at 1 and 2 always the SIMT engine with the prologues inside).
 enum class Projections {
@@ -129,22 +98,8 @@ Model makeModel(int rows, int context)
     const int blocksPerSeq = (context + gpu::kKvBlockSize - 1) / gpu::kKvBlockSize;
     m.numBlocks = rows * blocksPerSeq + 3;
     const size_t cacheElems = size_t(m.numBlocks) * gpu::kKvBlockSize * kKvHeads * kHeadDim;
-    // Weight scales keep the activations finite through 24 random layers (the norms reset their scale).
     uint32_t seed = 1;
-    for (int l = 0; l < kLayers; ++l) {
-        Layer x;
-        x.qkv = halves(size_t(kQkv) * kHidden, seed++, 0.05f);
-        x.o = halves(size_t(kHidden) * kQHeads * kHeadDim, seed++, 0.02f);
-        x.gateUp = halves(size_t(2) * kInter * kHidden, seed++, 0.05f);
-        x.down = halves(size_t(kHidden) * kInter, seed++, 0.02f);
-        x.inputNorm = halves(kHidden, seed++, 0.1f, 1.0f);
-        x.postNorm = halves(kHidden, seed++, 0.1f, 1.0f);
-        x.queryNorm = halves(kHeadDim, seed++, 0.1f, 1.0f);
-        x.keyNorm = halves(kHeadDim, seed++, 0.1f, 1.0f);
-        x.keys = halves(cacheElems, seed++, 1.0f);
-        x.values = halves(cacheElems, seed++, 1.0f);
-        m.layers.push_back(std::move(x));
-    }
+    for (int l = 0; l < kLayers; ++l) m.layers.push_back(randomLayer(seed, cacheElems, /*keysRandom=*/true));
     m.lmHead = halves(size_t(kVocab) * kHidden, seed++, 0.05f);
     m.finalNorm = halves(kHidden, seed++, 0.1f, 1.0f);
     // XD-RoPE's table (cos at j, sin at 64 + j) and every row at the context's last position on all 4 axes.
@@ -254,15 +209,7 @@ bool gemm(const Model& m, Engine e, gpu::SkinnyGemmParams p, cudaStream_t stream
 // The fused add + RMSNorm kernel: residual += pending, h = norm(residual).
 cudaError_t addRmsNorm(const Model& m, const Buffer& normWeight, cudaStream_t stream)
 {
-    gpu::RmsNormParams n;
-    n.out = m.h->ptr;
-    n.input = m.pending->ptr;
-    n.residual = m.residual->ptr;
-    n.weight = normWeight.ptr;
-    n.outStride = n.inputStride = n.residualStride = kHidden;
-    n.numTokens = m.rows;
-    n.hidden = kHidden;
-    return gpu::launchRmsNorm(n, stream);
+    return gpu::launchRmsNorm(addRmsNormParams(m.h->ptr, m.pending->ptr, m.residual->ptr, normWeight.ptr, m.rows), stream);
 }
 
 // out = project(norm(residual + pending)) with the add + RMSNorm inside the GEMM or as its own kernel.
@@ -285,29 +232,9 @@ bool normedProjection(Model& m, const Variant& v, Which w, void* out, const Buff
 // the 4 axes), with the K/V write into the layer's cache.
 gpu::QkNormRopeParams ropeParams(const Model& m, const Layer& w)
 {
-    __half* qkv = static_cast<__half*>(m.qkv->ptr);
-    gpu::QkNormRopeParams r;
-    r.query = qkv;
-    r.key = qkv + kQHeads * kHeadDim;
-    r.value = qkv + (kQHeads + kKvHeads) * kHeadDim;
-    r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
-    r.positions = m.positions->ptr;
-    r.positionsAxisStride = m.rows;
-    r.cosSinCache = static_cast<const float*>(m.cosSin->ptr);
-    r.queryNormWeight = w.queryNorm->ptr;
-    r.keyNormWeight = w.keyNorm->ptr;
-    r.numTokens = m.rows;
-    r.numQHeads = kQHeads;
-    r.numKvHeads = kKvHeads;
-    r.headDim = kHeadDim;
-    r.maxPosition = kGraphContext;
-    r.numPosAxes = 4;
-    for (int a = 0; a < 4; ++a) r.sections[a] = kHeadDim / 8;
-    r.keyCache = w.keys->ptr;
-    r.valueCache = w.values->ptr;
-    r.slotMapping = static_cast<const int64_t*>(m.slots->ptr);
-    r.numCacheSlots = int64_t(m.numBlocks) * gpu::kKvBlockSize;
-    return r;
+    return bench::decoder::ropeParams(m.qkv->ptr, m.rows, m.positions->ptr, static_cast<const float*>(m.cosSin->ptr),
+                                      kGraphContext, w, static_cast<const int64_t*>(m.slots->ptr),
+                                      int64_t(m.numBlocks) * gpu::kKvBlockSize);
 }
 
 // Decode attention of the layer's q (strided in the qkv output) over its cache, as the graphs split it.
@@ -378,14 +305,7 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
                 d.siluMulInput = true;
                 ok = ok && gemm(m, e, d, stream);
             } else {
-                gpu::SiluAndMulParams s;
-                s.out = m.act->ptr;
-                s.input = m.gateUp->ptr;
-                s.outStride = kInter;
-                s.inputStride = 2 * kInter;
-                s.numTokens = rows;
-                s.d = kInter;
-                run(gpu::launchSiluAndMul(s, stream));
+                run(gpu::launchSiluAndMul(siluMulParams(m.act->ptr, m.gateUp->ptr, rows), stream));
                 ok = ok && gemm(m, e, projection(m, m.pending->ptr, *m.act, kInter, *w.down, kHidden, kInter), stream);
             }
         }

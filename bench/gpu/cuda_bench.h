@@ -1,10 +1,12 @@
 // What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention,
-// bench_decode_step) share: a CUDA error check that ends the program, a device buffer, the
-// device-to-device copy bandwidth their tables are measured against, the time of a captured sequence of
-// launches, a list argument and the RoPE table of the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one
-// nvcc line.
+// bench_decode_step, bench_prefill) share: a CUDA error check that ends the program, a device buffer
+// (uploaded, or filled with random float16 on the device), the error of a float16 result against the
+// CPU reference's, the device-to-device copy bandwidth their tables are measured against, the time of a
+// captured sequence of launches, a list argument and the RoPE table of the decoder's kernels. CUDA
+// runtime only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,7 +15,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <vector>
+
+#include "gpu/ref/element_ref.h"
 
 namespace lector::bench {
 
@@ -33,6 +38,47 @@ struct DeviceBuffer {
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
+
+template <class T>
+std::unique_ptr<DeviceBuffer> upload(const std::vector<T>& v)
+{
+    auto b = std::make_unique<DeviceBuffer>(v.size() * sizeof(T));
+    check(cudaMemcpy(b->ptr, v.data(), b->bytes, cudaMemcpyHostToDevice), "upload");
+    return b;
+}
+
+// Uniform values in [offset - scale, offset + scale] from a hash of the index: a gigabyte of weights
+// without a host copy.
+__global__ void fillHalvesKernel(__half* dst, size_t n, uint32_t seed, float scale, float offset)
+{
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+        uint32_t h = uint32_t(i) * 2654435761u ^ seed * 0x9e3779b9u ^ uint32_t(i >> 32);
+        h ^= h >> 15;
+        h *= 0x2c1b3c6du;
+        h ^= h >> 12;
+        dst[i] = __float2half(offset + scale * (float(h & 0xffffff) / float(0x800000) - 1.0f));
+    }
+}
+
+inline std::unique_ptr<DeviceBuffer> halves(size_t n, uint32_t seed, float scale, float offset = 0.0f)
+{
+    auto b = std::make_unique<DeviceBuffer>(n * 2);
+    fillHalvesKernel<<<1024, 256>>>(static_cast<__half*>(b->ptr), n, seed, scale, offset);
+    check(cudaGetLastError(), "fill");
+    return b;
+}
+
+// sum (got - want)^2 / sum want^2 over float16 bits; a non-finite element of got makes it infinite.
+inline double halfNmse(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want)
+{
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+        const double a = gpu::ref::halfBitsToFloat(got[i]), b = gpu::ref::halfBitsToFloat(want[i]);
+        err += std::isfinite(a) ? (a - b) * (a - b) : INFINITY;
+        norm += b * b;
+    }
+    return err / std::max(norm, 1e-30);
+}
 
 // Bytes per second read + written by a 2 GiB device-to-device copy: median of 10 copies after 2 warm-up.
 inline double copyBandwidth()

@@ -12,6 +12,9 @@
 #   - the decode step of 1 to 64 sequences, each part left out in turn, and from 4 sequences the
 #     projections through cuBLAS (as the runner) against our tensor-core engine, each projection in turn
 #     (bench_decode_step: what each part costs in the chain);
+#   - the prefill of a page: the tensor-core prefill attention as shipped and the candidate of
+#     prefill_attention_candidate.cuh, against the CPU reference and alone at 1 to 8 prompts and in steps
+#     of prompts beside decodes; each op of a layer alone and the 24 layers in one graph (bench_prefill);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
@@ -47,7 +50,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention bench_decode_step tst_model_runner $KTESTS > "$W/build.log" 2>&1
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill tst_model_runner $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -95,6 +98,10 @@ echo "decode attention 2, 4, 16, 24, 40 exit $?"; grep -E "MISMATCH|all checks|^
 step "the decode step of 1 to 64 sequences taken apart (each part left out in turn; cuBLAS against our tensor cores)"
 timeout 150 "$B/gpu/bench_decode_step" --batches 1,2,4,8,16,32,64 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
 grep -E "^## |^\| (as the|without attention|attention in|tensor cores)|NOT FINITE|failed" "$W/decode_step.md" | head -100
+
+step "the prefill of a page taken apart (attention against the CPU reference, each op alone, the 24 layers)"
+timeout 180 "$B/gpu/bench_prefill" > "$W/prefill.md" 2>&1; echo "prefill exit $?"
+grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
 
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
