@@ -7,13 +7,15 @@
 //     merge at the end (few prompts: the last rows' long key range is the critical path, where a warp
 //     issues an instruction every ~5 cycles), or take 64 rows each (many prompts: each tile read from L2
 //     serves twice the rows). keySplit 1 / 2 forces one; 0 picks by size;
-//   - tiles count back from each sequence's last row and the grid is rank-major, so every sequence's
-//     heaviest tile starts first, a decode token's too; warps whose rows are all padding only copy;
+//   - tiles count back from each sequence's last row, and the grid holds only tiles with rows, rank-major
+//     (tileOfSlot), so every sequence's heaviest tile starts first, a decode token's too, and a step of
+//     many decodes beside a prompt launches no empty CTAs; warps whose rows are all padding only copy;
 //   - K fragments by ldmatrix; the causal mask only on steps that need it; exponentials by ex2.approx
 //     with the scale folded into one FMA.
 // docs/perf.md (device calls 93 to 97) has its figures, and why it is not shipped yet: the version of
 // device call 96 (tiles counted from the first row, no padding warps skipped) ran the engine's mixed
-// prefill + decode steps slower, and this one has not run on the GPU.
+// prefill + decode steps slower (with mostly empty CTAs, a decode's launched last), and this one has
+// not run on the GPU.
 // Header-only device code for the nvcc-built benches; include once per program.
 #pragma once
 
@@ -250,10 +252,56 @@ __device__ __forceinline__ void attendStep(RowState<D>& r, const uint32_t (&qFra
     }
 }
 
+// Tiles of kCtaRows rows a sequence has (its query rows, G per token).
+template <int G, int kCtaRows>
+__device__ __forceinline__ int tilesOf(const PagedPrefillAttentionParams& p, int seq)
+{
+    return (max(p.cuSeqlensQ[seq + 1] - p.cuSeqlensQ[seq], 0) * G + kCtaRows - 1) / kCtaRows;
+}
+
+// The grid holds only tiles with rows, rank-major: slots [C(r), C(r + 1)) hold rank r of every sequence
+// with more than r tiles, in sequence order, where C(r) = sum over sequences of min(tiles, r). So every
+// sequence's heaviest tile comes first, and a step of many decodes beside a prompt launches no empty
+// CTAs. Called by one whole warp; returns (rank, sequence), sequence -1 past the last slot.
+template <int G, int kCtaRows>
+__device__ int2 tileOfSlot(const PagedPrefillAttentionParams& p, int slot)
+{
+    const int lane = threadIdx.x & 31;
+    auto slotsBelow = [&](int r) {  // C(r)
+        int sum = 0;
+        for (int s = lane; s < p.numSeqs; s += 32) sum += min(tilesOf<G, kCtaRows>(p, s), r);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        return sum;
+    };
+    // The rank: the smallest r with C(r + 1) > slot, by bisection over [0, the longest query's tiles).
+    int lo = 0, hi = (p.maxQueryLen * G + kCtaRows - 1) / kCtaRows;
+    if (slotsBelow(hi) <= slot) return make_int2(0, -1);
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (slotsBelow(mid + 1) > slot) hi = mid;
+        else lo = mid + 1;
+    }
+    // The sequence: the (slot - C(lo))-th, in order, of those with more than lo tiles.
+    int want = slot - slotsBelow(lo);
+    for (int base = 0; base < p.numSeqs; base += 32) {
+        const int s = base + lane;
+        const unsigned has = __ballot_sync(0xffffffffu, s < p.numSeqs && tilesOf<G, kCtaRows>(p, s) > lo);
+        const int n = __popc(has);
+        if (want < n) {
+            unsigned bits = has;
+            for (int i = 0; i < want; ++i) bits &= bits - 1;  // drop the lowest `want` set bits
+            return make_int2(lo, base + __ffs(bits) - 1);
+        }
+        want -= n;
+    }
+    return make_int2(0, -1);
+}
+
 // kSplitKeys: both warp groups own the same 64 rows, group g taking keys [32 g, 32 g + 32) of every
 // tile, merged through shared memory at the end; else group g owns rows [64 g, 64 g + 64) of the CTA's
-// 128 over every key. A one-dimensional grid, rank-major: the CTAs of rank r hold the r-th tile of rows
-// from the end of every (sequence, KV head), so the heaviest start first.
+// 128 over every key. A one-dimensional grid of (slot, KV head), KV head fastest; a slot is a tile of
+// rows (tileOfSlot).
 template <class T, int D, int G, bool kSplitKeys, int kStages>
 __global__ void __launch_bounds__(kTcThreads) prefillTensorCoreKernel(PagedPrefillAttentionParams p)
 {
@@ -267,8 +315,16 @@ __global__ void __launch_bounds__(kTcThreads) prefillTensorCoreKernel(PagedPrefi
     extern __shared__ __align__(16) unsigned char smemRaw[];
     T* const stage0 = reinterpret_cast<T*>(smemRaw);  // stage s: K at s * 2 tiles, V right after
 
-    const int heads = p.numSeqs * p.numKvHeads;
-    const int rank = blockIdx.x / heads, seq = (blockIdx.x % heads) / p.numKvHeads, kvHead = blockIdx.x % p.numKvHeads;
+    // This CTA's (rank, sequence): see tileOfSlot. Warp 0 finds it; the others wait at the barrier.
+    __shared__ int2 slotTile;
+    const int kvHead = blockIdx.x % p.numKvHeads;
+    if (threadIdx.x < 32) {
+        const int2 t = tileOfSlot<G, kCtaRows>(p, static_cast<int>(blockIdx.x / p.numKvHeads));
+        if (threadIdx.x == 0) slotTile = t;
+    }
+    __syncthreads();
+    const int rank = slotTile.x, seq = slotTile.y;
+    if (seq < 0) return;  // past the last tile (the grid is an upper bound)
     const int qStart = p.cuSeqlensQ[seq];
     const int queryLen = p.cuSeqlensQ[seq + 1] - qStart;
     // Tiles count back from each sequence's last row, so rank 0 is every sequence's heaviest tile (a
@@ -276,7 +332,6 @@ __global__ void __launch_bounds__(kTcThreads) prefillTensorCoreKernel(PagedPrefi
     // padding.
     const int numRows = queryLen * G;
     const int ctaRowBase = numRows - (rank + 1) * kCtaRows;
-    if (ctaRowBase + kCtaRows <= 0) return;
     const int contextLen = p.contextLens[seq];
     const int cachedLen = contextLen - queryLen;
     const int lane = threadIdx.x & 31, group = threadIdx.x / kGroupThreads, warp = (threadIdx.x / 32) % 4;
@@ -427,8 +482,11 @@ template <class T, int D, int G, bool kSplit, int kStages>
 cudaError_t launchTensorCoreWith(const PagedPrefillAttentionParams& p, cudaStream_t stream)
 {
     constexpr int rows = kSplit ? kGroupRows : 2 * kGroupRows;
-    const int64_t rowTiles = ceilDiv(int64_t(p.maxQueryLen) * G, rows);
-    const int64_t ctas = rowTiles * p.numSeqs * p.numKvHeads;
+    // Slots: at most the longest query's tiles for every sequence, and at most one partial tile a
+    // sequence beyond the whole tiles of all their rows.
+    const int64_t slots = std::min(ceilDiv(int64_t(p.maxQueryLen) * G, rows) * p.numSeqs,
+                                   ceilDiv(int64_t(p.numTokens) * G, rows) + p.numSeqs);
+    const int64_t ctas = slots * p.numKvHeads;
     if (ctas > 0x7fffffff) return cudaErrorInvalidValue;
     if (ctas == 0) return cudaSuccess;
     auto* kernel = prefillTensorCoreKernel<T, D, G, kSplit, kStages>;
