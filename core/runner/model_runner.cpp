@@ -91,6 +91,11 @@ std::vector<int> graphBatchSizes(int maxBatch)
 struct ModelRunner::Metadata {
     std::int64_t numRows = 0, numSeqs = 0, maxQueryLen = 0, maxContextLen = 0;
     bool decodeOnly = false;
+    // A mixed step's leading sequences of one new token each (the scheduler puts decodes first): their
+    // rows [0, numLeadingSingles) take decode attention, the rest prefill attention over its own
+    // cuSeqlensQ. 0 when the step is decode-only or starts with a longer chunk.
+    std::int64_t numLeadingSingles = 0;
+    at::Tensor restCuSeqlensQ;  // [numSeqs - numLeadingSingles + 1] int32, from 0
     at::Tensor ids;          // [n] int64 (-1 for prompt rows)
     at::Tensor positions;    // [numAxes, n] int64
     at::Tensor slots;        // [n] int64
@@ -171,6 +176,9 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     }
     LECTOR_ASSERT(row == m.numRows);
     m.decodeOnly = m.maxQueryLen == 1;
+    if (!m.decodeOnly)
+        while (m.numLeadingSingles < m.numSeqs && step.seqs[static_cast<size_t>(m.numLeadingSingles)].numNew == 1)
+            ++m.numLeadingSingles;
     const std::int64_t maxBlocks = std::max<std::int64_t>(1, (m.maxContextLen + bs - 1) / bs);
 
     // int64 part: ids | positions | slots | promptRows | sampleRows.
@@ -183,8 +191,9 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     p = std::copy(slots.begin(), slots.end(), p);
     p = std::copy(promptRows.begin(), promptRows.end(), p);
     std::copy(sampleRows.begin(), sampleRows.end(), p);
-    // int32 part: blockTable | cuSeqlensQ | contextLens.
-    at::Tensor h32 = at::zeros({m.numSeqs * maxBlocks + 2 * m.numSeqs + 1}, hostOptions(at::kInt, device));
+    // int32 part: blockTable | cuSeqlensQ | contextLens | restCuSeqlensQ (mixed steps with leading singles).
+    const std::int64_t nd = m.numLeadingSingles, rest = nd > 0 ? m.numSeqs - nd + 1 : 0;
+    at::Tensor h32 = at::zeros({m.numSeqs * maxBlocks + 2 * m.numSeqs + 1 + rest}, hostOptions(at::kInt, device));
     std::int32_t* q = h32.data_ptr<std::int32_t>();
     std::int32_t* cu = q + m.numSeqs * maxBlocks;
     std::int32_t* lens = cu + m.numSeqs + 1;
@@ -196,6 +205,7 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
         cu[i + 1] = cu[i] + static_cast<std::int32_t>(s.numNew);
         lens[i] = static_cast<std::int32_t>(s.past + s.numNew);
     }
+    for (std::int64_t i = 0; i < rest; ++i) lens[m.numSeqs + i] = cu[nd + i] - cu[nd];
     const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
     const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
     m.ids = d64.narrow(0, 0, n);
@@ -206,6 +216,7 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     m.blockTable = d32.narrow(0, 0, m.numSeqs * maxBlocks).view({m.numSeqs, maxBlocks});
     m.cuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks, m.numSeqs + 1);
     m.contextLens = d32.narrow(0, m.numSeqs * maxBlocks + m.numSeqs + 1, m.numSeqs);
+    if (rest > 0) m.restCuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks + 2 * m.numSeqs + 1, rest);
     if (step.deviceTokenIds.defined()) {
         LECTOR_ASSERT(m.decodeOnly && m.numRows == m.numSeqs && step.deviceTokenIds.numel() == n);
         m.ids.copy_(step.deviceTokenIds, /*non_blocking=*/true);  // stream-ordered after the upload
@@ -277,6 +288,19 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
                                       meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
                                       m_decodeRowParts);
+        } else if (const std::int64_t nd = meta.numLeadingSingles; nd > 0) {
+            // Leading single-token rows through decode attention (split over their contexts), the rest
+            // through prefill attention: in the prefill kernel a decode token is one CTA sweeping its
+            // whole context for one row (perf.md, calls 93 to 97).
+            const std::int64_t rows = n - nd, seqs = meta.numSeqs - nd;
+            gpu::pagedDecodeAttention(attn.narrow(0, 0, nd), q.narrow(0, 0, nd), keyCache, valueCache,
+                                      meta.blockTable.narrow(0, 0, nd), meta.contextLens.narrow(0, 0, nd),
+                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
+                                      m_decodeRowParts);
+            gpu::pagedPrefillAttention(attn.narrow(0, nd, rows), q.narrow(0, nd, rows), keyCache, valueCache,
+                                       meta.blockTable.narrow(0, nd, seqs), meta.restCuSeqlensQ,
+                                       meta.contextLens.narrow(0, nd, seqs), meta.maxQueryLen, meta.maxContextLen,
+                                       m_scale);
         } else {
             gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
                                        meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);

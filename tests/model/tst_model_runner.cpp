@@ -90,11 +90,11 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
     struct Chunk { int seq; int from; int count; };
     const std::vector<std::vector<Chunk>> steps = {
         {{0, 0, 20}, {1, 0, 50}},   // prefill chunk + whole prefill
-        {{0, 20, 17}, {1, 50, 1}},  // prefill tail + a decode (prefill kernel over both)
-        {{0, 37, 1}, {1, 51, 1}},   // decodes only (decode kernel)
-        {{1, 52, 1}, {0, 38, 1}},   // decodes, sequences in the other order
+        {{1, 50, 1}, {0, 20, 10}},  // a decode first, then a prefill chunk (decode kernel, then prefill kernel)
+        {{0, 30, 7}, {1, 51, 1}},   // prefill tail + a decode (prefill kernel over both)
+        {{0, 37, 1}, {1, 52, 1}},   // decodes only (decode kernel)
+        {{1, 53, 1}, {0, 38, 1}},   // decodes, sequences in the other order
         {{0, 39, 1}},               // a decode step of one sequence (the persistent decoder where it is on)
-        {{1, 53, 1}},
     };
     for (size_t k = 0; k < steps.size(); ++k) {
         runner::RunnerStep step;
