@@ -9,14 +9,17 @@
 //    tokens, a decode token, a short prompt, shuffled block ids, a block id outside the pool); exit code 1
 //    on a mismatch.
 // 2. Both alone (24 launches in a graph, each on its own layer's cache) for 1, 2, 4 and 8 prompts, the
-//    mixed batch and two steps of the engine under load (prompts beside decodes), with their causal
-//    FLOPs per second; the candidate each way its two warp groups can share a CTA and as it chooses.
+//    mixed batch and steps of the engine under load (prompts beside decodes), with their causal FLOPs
+//    per second; the candidate each way its two warp groups can share a CTA and as it chooses; and for
+//    steps that start with decodes, the runner's split (decode attention for those, then the shipped
+//    kernel or the candidate for the rest), checked against the reference where the batch is.
 // 3. Each op of the layer alone (24 launches of it in a graph, each on its own layer's weights) and the
 //    whole 24-layer chain in one graph: where a page's prefill goes.
 // Without libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_prefill.cu \
-//        gpu/kernels/paged_prefill_attention.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/rms_norm.cu \
-//        gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp -lcublas -o build-gpu/bench_prefill
+//        gpu/kernels/paged_prefill_attention.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/qk_norm_rope.cu \
+//        gpu/kernels/rms_norm.cu gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp -lcublas \
+//        -o build-gpu/bench_prefill
 // (or the CMake target of the same name in CUDA builds).
 //   bench_prefill [--tokens N] [--prompts N]
 //   bench_prefill --profile   three plain launches of the one-prompt attention, for a profiler (ncu)
@@ -40,6 +43,7 @@
 #include "bench/gpu/cuda_bench.h"
 #include "bench/gpu/decoder_bench.h"
 #include "bench/gpu/prefill_attention_candidate.cuh"
+#include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/paged_prefill_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/rms_norm.cuh"
@@ -77,6 +81,10 @@ struct AttentionSetup {
     std::vector<int32_t> hostTable, hostCu, hostLens;
     std::unique_ptr<Buffer> query, out, table, cu, lens;
     std::vector<std::unique_ptr<Buffer>> keys, values;     // per layer
+    // The runner's split of a mixed step (model_runner.cpp, forward()): the leading single-token
+    // sequences through decode attention, the rest through prefill attention over offsets from 0.
+    int leadingSingles = 0;
+    std::unique_ptr<Buffer> restCu, workspace, counters;
 };
 
 std::vector<uint16_t> randomHalfBits(size_t n, uint32_t seed)
@@ -126,6 +134,18 @@ AttentionSetup makeAttention(const Batch& b, int layers)
     s.table = upload(s.hostTable);
     s.cu = upload(s.hostCu);
     s.lens = upload(s.hostLens);
+    while (s.leadingSingles < int(b.fresh.size()) && b.fresh[size_t(s.leadingSingles)] == 1) ++s.leadingSingles;
+    if (s.leadingSingles == int(b.fresh.size())) s.leadingSingles = 0;  // decode-only: no split
+    if (s.leadingSingles > 0) {
+        std::vector<int32_t> rest;
+        for (size_t i = size_t(s.leadingSingles); i < s.hostCu.size(); ++i) rest.push_back(s.hostCu[i] - s.hostCu[size_t(s.leadingSingles)]);
+        s.restCu = upload(rest);
+        const int maxParts = std::max(gpu::kDecodeMaxRowPartitions, (s.maxContext + 15) / 16);
+        s.workspace = std::make_unique<Buffer>(
+            size_t(gpu::pagedAttentionWorkspaceFloats(s.leadingSingles, kQHeads, kHeadDim, maxParts)) * 4);
+        s.counters = std::make_unique<Buffer>(size_t(s.leadingSingles) * kKvHeads * 4);
+        check(cudaMemset(s.counters->ptr, 0, s.counters->bytes), "memset");  // the kernel leaves them zero
+    }
     return s;
 }
 
@@ -170,6 +190,48 @@ cudaError_t launchAttention(const gpu::PagedPrefillAttentionParams& p, const Ker
                           : bench::candidate::launchPrefillAttention(p, k.keySplit, stream);
 }
 
+// The runner's split of a mixed step on layer l: decode attention for the leading singles (its eager
+// choice, gpu/ops.cpp: row partitions from 128 (row, KV head) pairs, else a partition size by size), then
+// kernel k for the rest.
+cudaError_t launchSplitStep(const AttentionSetup& s, int layer, const Kernel& k, int numSms, cudaStream_t stream)
+{
+    const int nd = s.leadingSingles;
+    const gpu::PagedPrefillAttentionParams all = attentionParams(s, layer);
+    gpu::PagedDecodeAttentionParams d;
+    d.dtype = gpu::DType::F16;
+    d.out = all.out;
+    d.query = all.query;
+    d.keyCache = all.keyCache;
+    d.valueCache = all.valueCache;
+    d.blockTable = all.blockTable;
+    d.contextLens = all.contextLens;
+    d.workspace = static_cast<float*>(s.workspace->ptr);
+    d.counters = static_cast<int32_t*>(s.counters->ptr);
+    d.querySeqStride = all.queryTokenStride;
+    d.outSeqStride = all.outTokenStride;
+    d.blockTableStride = all.blockTableStride;
+    d.numSeqs = nd;
+    d.numQHeads = kQHeads;
+    d.numKvHeads = kKvHeads;
+    d.headDim = kHeadDim;
+    d.numBlocks = all.numBlocks;
+    d.maxContextLen = all.maxContextLen;
+    d.scale = all.scale;
+    if (nd * kKvHeads >= gpu::kDecodeAutoRowPartitionsMinPairs) d.rowPartitions = gpu::pagedDecodeRowPartitions(nd, kKvHeads, numSms);
+    else d.partitionSize = gpu::choosePagedDecodePartitionSize(nd, kKvHeads, all.maxContextLen, numSms);
+    if (const cudaError_t e = gpu::launchPagedDecodeAttention(d, stream); e != cudaSuccess) return e;
+    gpu::PagedPrefillAttentionParams r = all;
+    const size_t rowElems = size_t(kQHeads) * kHeadDim;
+    r.out = static_cast<__half*>(all.out) + size_t(nd) * rowElems;
+    r.query = static_cast<const __half*>(all.query) + size_t(nd) * rowElems;
+    r.blockTable = all.blockTable + int64_t(nd) * all.blockTableStride;
+    r.cuSeqlensQ = static_cast<const int32_t*>(s.restCu->ptr);
+    r.contextLens = all.contextLens + nd;
+    r.numTokens = all.numTokens - nd;
+    r.numSeqs = all.numSeqs - nd;
+    return launchAttention(r, k, stream);
+}
+
 // The CPU reference's output on layer 0 (float16 bits), computed once per batch.
 std::vector<uint16_t> referenceOutput(const AttentionSetup& s)
 {
@@ -198,6 +260,21 @@ bool checkAttention(const AttentionSetup& s, const Kernel& k, const std::vector<
     const bool ok = nmse <= 1e-5;
     std::printf("| %s | %s | %d | %.2e | %s |\n", s.batch.name.c_str(), k.name, s.numTokens, nmse,
                 ok ? "ok" : "MISMATCH");
+    return ok;
+}
+
+// The runner's split of the step (shipped prefill kernel for the rest) against the reference's output.
+bool checkSplitStep(const AttentionSetup& s, const std::vector<uint16_t>& want, int numSms)
+{
+    check(cudaMemset(s.out->ptr, 0xff, s.out->bytes), "memset");
+    check(launchSplitStep(s, 0, kKernels[0], numSms, nullptr), s.batch.name.c_str());
+    check(cudaDeviceSynchronize(), s.batch.name.c_str());
+    std::vector<uint16_t> got(s.hostQuery.size());
+    check(cudaMemcpy(got.data(), s.out->ptr, got.size() * 2, cudaMemcpyDeviceToHost), "download");
+    const double nmse = bench::halfNmse(got, want);
+    const bool ok = nmse <= 1e-5;
+    std::printf("| %s | %d decodes by decode attention, the rest shipped | %d | %.2e | %s |\n", s.batch.name.c_str(),
+                s.leadingSingles, s.numTokens, nmse, ok ? "ok" : "MISMATCH");
     return ok;
 }
 
@@ -387,6 +464,8 @@ int main(int argc, char** argv)
                 kQHeads, kKvHeads, kHeadDim, kLayers);
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    int numSms = 0;
+    check(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, 0), "attribute");
     cublasHandle_t blas;
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) {
         std::fprintf(stderr, "bench_prefill: cuBLAS did not start\n");
@@ -432,6 +511,7 @@ int main(int argc, char** argv)
         if (withReference && b.reference) {
             const std::vector<uint16_t> want = referenceOutput(setups.back());
             for (const Kernel& k : kKernels) failed = !checkAttention(setups.back(), k, want) || failed;
+            if (setups.back().leadingSingles > 0) failed = !checkSplitStep(setups.back(), want, numSms) || failed;
         }
     }
     std::printf("\n## the prefill attention alone (24 launches in a graph, one layer's cache each)\n\n"
@@ -446,6 +526,16 @@ int main(int argc, char** argv)
             std::printf("| %s | %s | %d | %.1f | %.0f | %.2fx |\n", s.batch.name.c_str(), k.name, s.numTokens, us,
                         causalFlops(s) / us / 1e6, shipped / us);
         }
+        if (s.leadingSingles > 0)
+            for (const Kernel& k : kKernels) {
+                if (k.keySplit > 0) continue;  // the shipped kernel and the candidate as it chooses
+                const double us = bench::graphMicros(stream, kLayers, [&](int l) {
+                    return launchSplitStep(s, l, k, numSms, stream) == cudaSuccess;
+                });
+                std::printf("| %s | %d decodes by decode attention, the rest %s | %d | %.1f | %.0f | %.2fx |\n",
+                            s.batch.name.c_str(), s.leadingSingles, k.name, s.numTokens, us, causalFlops(s) / us / 1e6,
+                            shipped / us);
+            }
     }
     std::printf("\n");
     setups.clear();
