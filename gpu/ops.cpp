@@ -228,8 +228,9 @@ int64_t pagedDecodeRowPartitions(int64_t numRows, int64_t numKvHeads, const c10:
 
 int64_t pagedDecodeAutoRowPartitions(int64_t numRows, int64_t numKvHeads, const c10::Device& device)
 {
-    return numRows * numKvHeads >= kDecodeAutoRowPartitionsMinPairs ? pagedDecodeRowPartitions(numRows, numKvHeads, device)
-                                                                    : 0;
+    return pagedDecodeAutoRowPartitions(static_cast<int>(std::min<int64_t>(numRows, 1 << 30)),
+                                        static_cast<int>(std::min<int64_t>(numKvHeads, 1 << 30)),
+                                        multiProcessors(device, "pagedDecodeAutoRowPartitions"));
 }
 
 int64_t pagedAttentionPartitionSize(int64_t numRows, int64_t numKvHeads, int64_t maxContextLen,

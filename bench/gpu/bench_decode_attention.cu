@@ -90,15 +90,6 @@ struct Setup {
     std::vector<int32_t> hostTable, hostLens;
 };
 
-std::vector<uint16_t> randomHalf(size_t n, uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> u(0.0f, 1.0f);
-    std::vector<uint16_t> bits(n);
-    for (auto& b : bits) b = gpu::ref::floatToHalfBits(u(rng));
-    return bits;
-}
-
 Setup makeSetup(int batch, int context)
 {
     Setup s;
@@ -108,9 +99,9 @@ Setup makeSetup(int batch, int context)
     s.numBlocks = batch * s.blocksPerSeq + 3;
     const size_t tokenElems = size_t(kKvHeads) * kHeadDim;
     const size_t cacheElems = size_t(s.numBlocks) * gpu::kKvBlockSize * tokenElems;
-    s.hostKeys = randomHalf(cacheElems, 1);
-    s.hostValues = randomHalf(cacheElems, 2);
-    s.hostQuery = randomHalf(size_t(batch) * kQHeads * kHeadDim, 3);
+    s.hostKeys = bench::randomHalfBits(cacheElems, 1);
+    s.hostValues = bench::randomHalfBits(cacheElems, 2);
+    s.hostQuery = bench::randomHalfBits(size_t(batch) * kQHeads * kHeadDim, 3);
     for (int l = 0; l < kLayers; ++l) {
         Layer layer{std::make_unique<Buffer>(cacheElems * 2), std::make_unique<Buffer>(cacheElems * 2)};
         check(cudaMemcpy(layer.keys->ptr, s.hostKeys.data(), cacheElems * 2, cudaMemcpyHostToDevice), "upload");

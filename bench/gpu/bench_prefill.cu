@@ -58,6 +58,7 @@ namespace {
 
 using bench::check;
 using bench::halves;
+using bench::randomHalfBits;
 using bench::upload;
 using Buffer = bench::DeviceBuffer;
 
@@ -86,15 +87,6 @@ struct AttentionSetup {
     int leadingSingles = 0;
     std::unique_ptr<Buffer> restCu, workspace, counters;
 };
-
-std::vector<uint16_t> randomHalfBits(size_t n, uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> u(0.0f, 1.0f);
-    std::vector<uint16_t> bits(n);
-    for (auto& b : bits) b = gpu::ref::floatToHalfBits(u(rng));
-    return bits;
-}
 
 AttentionSetup makeAttention(const Batch& b, int layers)
 {
@@ -190,8 +182,8 @@ cudaError_t launchAttention(const gpu::PagedPrefillAttentionParams& p, const Ker
                           : bench::candidate::launchPrefillAttention(p, k.keySplit, stream);
 }
 
-// The runner's split of a mixed step on layer l: decode attention for the leading singles (its eager
-// choice, gpu/ops.cpp: row partitions from 128 (row, KV head) pairs, else a partition size by size), then
+// The runner's split of a mixed step on layer l: decode attention for the leading singles (the eager
+// automatic split of gpu/ops.cpp: pagedDecodeAutoRowPartitions, else a partition size by size), then
 // kernel k for the rest.
 cudaError_t launchSplitStep(const AttentionSetup& s, int layer, const Kernel& k, int numSms, cudaStream_t stream)
 {
@@ -217,13 +209,12 @@ cudaError_t launchSplitStep(const AttentionSetup& s, int layer, const Kernel& k,
     d.numBlocks = all.numBlocks;
     d.maxContextLen = all.maxContextLen;
     d.scale = all.scale;
-    if (nd * kKvHeads >= gpu::kDecodeAutoRowPartitionsMinPairs) d.rowPartitions = gpu::pagedDecodeRowPartitions(nd, kKvHeads, numSms);
-    else d.partitionSize = gpu::choosePagedDecodePartitionSize(nd, kKvHeads, all.maxContextLen, numSms);
+    d.rowPartitions = gpu::pagedDecodeAutoRowPartitions(nd, kKvHeads, numSms);
+    if (d.rowPartitions == 0) d.partitionSize = gpu::choosePagedDecodePartitionSize(nd, kKvHeads, all.maxContextLen, numSms);
     if (const cudaError_t e = gpu::launchPagedDecodeAttention(d, stream); e != cudaSuccess) return e;
     gpu::PagedPrefillAttentionParams r = all;
-    const size_t rowElems = size_t(kQHeads) * kHeadDim;
-    r.out = static_cast<__half*>(all.out) + size_t(nd) * rowElems;
-    r.query = static_cast<const __half*>(all.query) + size_t(nd) * rowElems;
+    r.out = static_cast<__half*>(all.out) + nd * all.outTokenStride;
+    r.query = static_cast<const __half*>(all.query) + nd * all.queryTokenStride;
     r.blockTable = all.blockTable + int64_t(nd) * all.blockTableStride;
     r.cuSeqlensQ = static_cast<const int32_t*>(s.restCu->ptr);
     r.contextLens = all.contextLens + nd;
@@ -248,34 +239,26 @@ std::vector<uint16_t> referenceOutput(const AttentionSetup& s)
     return want;
 }
 
-// The kernel on layer 0 against the reference's output: normalised squared error over every output row.
-bool checkAttention(const AttentionSetup& s, const Kernel& k, const std::vector<uint16_t>& want)
+// `launch` on layer 0 against the reference's output: normalised squared error over every output row.
+bool checkLaunch(const AttentionSetup& s, const std::string& kernel, const std::function<cudaError_t()>& launch,
+                 const std::vector<uint16_t>& want)
 {
     check(cudaMemset(s.out->ptr, 0xff, s.out->bytes), "memset");  // NaN wherever nothing is written
-    check(launchAttention(attentionParams(s, 0), k, nullptr), s.batch.name.c_str());
+    check(launch(), s.batch.name.c_str());
     check(cudaDeviceSynchronize(), s.batch.name.c_str());
     std::vector<uint16_t> got(s.hostQuery.size());
     check(cudaMemcpy(got.data(), s.out->ptr, got.size() * 2, cudaMemcpyDeviceToHost), "download");
     const double nmse = bench::halfNmse(got, want);
     const bool ok = nmse <= 1e-5;
-    std::printf("| %s | %s | %d | %.2e | %s |\n", s.batch.name.c_str(), k.name, s.numTokens, nmse,
+    std::printf("| %s | %s | %d | %.2e | %s |\n", s.batch.name.c_str(), kernel.c_str(), s.numTokens, nmse,
                 ok ? "ok" : "MISMATCH");
     return ok;
 }
 
-// The runner's split of the step (shipped prefill kernel for the rest) against the reference's output.
-bool checkSplitStep(const AttentionSetup& s, const std::vector<uint16_t>& want, int numSms)
+// The name of the runner's split of a step in the tables, the rest through `kernel`.
+std::string splitName(const AttentionSetup& s, const Kernel& kernel)
 {
-    check(cudaMemset(s.out->ptr, 0xff, s.out->bytes), "memset");
-    check(launchSplitStep(s, 0, kKernels[0], numSms, nullptr), s.batch.name.c_str());
-    check(cudaDeviceSynchronize(), s.batch.name.c_str());
-    std::vector<uint16_t> got(s.hostQuery.size());
-    check(cudaMemcpy(got.data(), s.out->ptr, got.size() * 2, cudaMemcpyDeviceToHost), "download");
-    const double nmse = bench::halfNmse(got, want);
-    const bool ok = nmse <= 1e-5;
-    std::printf("| %s | %d decodes by decode attention, the rest shipped | %d | %.2e | %s |\n", s.batch.name.c_str(),
-                s.leadingSingles, s.numTokens, nmse, ok ? "ok" : "MISMATCH");
-    return ok;
+    return std::to_string(s.leadingSingles) + " decodes by decode attention, the rest " + kernel.name;
 }
 
 // Multiply-adds x 2 of Q K^T and P V over the keys each new token sees (cached + new up to itself).
@@ -510,8 +493,14 @@ int main(int argc, char** argv)
         setups.push_back(makeAttention(b, kLayers));
         if (withReference && b.reference) {
             const std::vector<uint16_t> want = referenceOutput(setups.back());
-            for (const Kernel& k : kKernels) failed = !checkAttention(setups.back(), k, want) || failed;
-            if (setups.back().leadingSingles > 0) failed = !checkSplitStep(setups.back(), want, numSms) || failed;
+            const AttentionSetup& s = setups.back();
+            for (const Kernel& k : kKernels)
+                failed = !checkLaunch(s, k.name, [&] { return launchAttention(attentionParams(s, 0), k, nullptr); }, want) ||
+                         failed;
+            if (s.leadingSingles > 0)  // with the shipped kernel for the rest
+                failed = !checkLaunch(s, splitName(s, kKernels[0]),
+                                      [&] { return launchSplitStep(s, 0, kKernels[0], numSms, nullptr); }, want) ||
+                         failed;
         }
     }
     std::printf("\n## the prefill attention alone (24 launches in a graph, one layer's cache each)\n\n"
@@ -532,9 +521,8 @@ int main(int argc, char** argv)
                 const double us = bench::graphMicros(stream, kLayers, [&](int l) {
                     return launchSplitStep(s, l, k, numSms, stream) == cudaSuccess;
                 });
-                std::printf("| %s | %d decodes by decode attention, the rest %s | %d | %.1f | %.0f | %.2fx |\n",
-                            s.batch.name.c_str(), s.leadingSingles, k.name, s.numTokens, us, causalFlops(s) / us / 1e6,
-                            shipped / us);
+                std::printf("| %s | %s | %d | %.1f | %.0f | %.2fx |\n", s.batch.name.c_str(), splitName(s, k).c_str(),
+                            s.numTokens, us, causalFlops(s) / us / 1e6, shipped / us);
             }
     }
     std::printf("\n");

@@ -1,9 +1,9 @@
 // What the torch-free GPU benchmarks (bench_persistent_decode, bench_skinny_gemm, bench_decode_attention,
 // bench_decode_step, bench_prefill) share: a CUDA error check that ends the program, a device buffer
-// (uploaded, or filled with random float16 on the device), the error of a float16 result against the
-// CPU reference's, the device-to-device copy bandwidth their tables are measured against, the time of a
-// captured sequence of launches, a list argument and the RoPE table of the decoder's kernels. CUDA
-// runtime only; header-only, so each bench still builds with one nvcc line.
+// (uploaded, or filled with random float16 on the device), random float16 on the host, the error of a
+// float16 result against the CPU reference's, the device-to-device copy bandwidth their tables are
+// measured against, the time of a captured sequence of launches, a list argument and the RoPE table of
+// the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "gpu/ref/element_ref.h"
@@ -66,6 +67,16 @@ inline std::unique_ptr<DeviceBuffer> halves(size_t n, uint32_t seed, float scale
     fillHalvesKernel<<<1024, 256>>>(static_cast<__half*>(b->ptr), n, seed, scale, offset);
     check(cudaGetLastError(), "fill");
     return b;
+}
+
+// n standard normal values as float16 bits, from a seeded generator on the host.
+inline std::vector<uint16_t> randomHalfBits(size_t n, uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> u(0.0f, 1.0f);
+    std::vector<uint16_t> bits(n);
+    for (auto& b : bits) b = gpu::ref::floatToHalfBits(u(rng));
+    return bits;
 }
 
 // sum (got - want)^2 / sum want^2 over float16 bits; a non-finite element of got makes it infinite.

@@ -39,6 +39,10 @@ using gpu::ceilDiv;
 using gpu::dispatchGroupSize;
 using gpu::dispatchHeadDim;
 using gpu::launchKernel;
+using gpu::ldmatrixX4;
+using gpu::ldmatrixX4Trans;
+using gpu::load32;
+using gpu::packPair;
 
 constexpr int kTcThreads = 256;  // two warp groups
 constexpr int kGroupThreads = 128;
@@ -54,39 +58,7 @@ constexpr int kTileElems = kTileKeys * (D + kSmemPad);
 template <class T, int D, int kStages>
 constexpr size_t kTcSmemBytes = size_t(kStages) * 2 * kTileElems<T, D> * sizeof(T);
 
-// --- ldmatrix, cp.async and packing (sm_80+) ---
-
-// Four 8x8 b16 matrices, transposed: thread (g = lane/4, t = lane%4) gets rows 2t, 2t+1 of column g.
-__device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* smemPtr)
-{
-    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smemPtr));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-template <class T>
-__device__ __forceinline__ uint32_t packPair(float lo, float hi)
-{
-    if constexpr (std::is_same_v<T, __half>) {
-        const __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    }
-}
-
-__device__ __forceinline__ uint32_t load32(const void* p) { return *static_cast<const uint32_t*>(p); }
-
-// Four 8x8 b16 matrices: thread (g = lane/4, t = lane%4) gets elements 2t, 2t+1 of row g of each.
-__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* smemPtr)
-{
-    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smemPtr));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
+// --- cp.async and the exponential (sm_80+; ldmatrix and packing: gpu/kernels/common.cuh) ---
 
 // 16 bytes global -> shared, bypassing L1; with fill false nothing is read and the 16 bytes are zeros.
 __device__ __forceinline__ void cpAsync16(void* smemDst, const void* src, bool fill)

@@ -205,7 +205,8 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
         cu[i + 1] = cu[i] + static_cast<std::int32_t>(s.numNew);
         lens[i] = static_cast<std::int32_t>(s.past + s.numNew);
     }
-    for (std::int64_t i = 0; i < rest; ++i) lens[m.numSeqs + i] = cu[nd + i] - cu[nd];
+    std::int32_t* restCu = lens + m.numSeqs;
+    for (std::int64_t i = 0; i < rest; ++i) restCu[i] = cu[nd + i] - cu[nd];
     const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
     const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
     m.ids = d64.narrow(0, 0, n);
@@ -273,6 +274,11 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         gpu::fusedAddRmsNorm(h, residual, pending, normWeight, eps);
         return project(h, p, l);
     };
+    // Rows [from, from + len) of t; t itself when that is all of it (no view built on the decode path).
+    auto rowsOf = [](const at::Tensor& t, std::int64_t from, std::int64_t len) {
+        return from == 0 && len == t.size(0) ? t : t.narrow(0, from, len);
+    };
+    const std::int64_t singles = meta.decodeOnly ? meta.numSeqs : meta.numLeadingSingles;  // one row each
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
         const at::Tensor qkv = addNormProject(w.inputNorm, kQkv, l);  // [n, (hq + 2 hk) d]
@@ -284,27 +290,21 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
         gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
                                valueCache, meta.slots);
-        if (meta.decodeOnly) {
-            gpu::pagedDecodeAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.contextLens,
+        // Rows [0, singles) are sequences of one new token each, all of a decode-only step's and a mixed
+        // step's leading decodes: decode attention, split over their contexts. The rest take prefill
+        // attention, where a decode token would be one CTA sweeping its whole context for one row
+        // (perf.md, calls 93 to 97).
+        if (singles > 0)
+            gpu::pagedDecodeAttention(rowsOf(attn, 0, singles), rowsOf(q, 0, singles), keyCache, valueCache,
+                                      rowsOf(meta.blockTable, 0, singles), rowsOf(meta.contextLens, 0, singles),
                                       meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
                                       m_decodeRowParts);
-        } else if (const std::int64_t nd = meta.numLeadingSingles; nd > 0) {
-            // Leading single-token rows through decode attention (split over their contexts), the rest
-            // through prefill attention: in the prefill kernel a decode token is one CTA sweeping its
-            // whole context for one row (perf.md, calls 93 to 97).
-            const std::int64_t rows = n - nd, seqs = meta.numSeqs - nd;
-            gpu::pagedDecodeAttention(attn.narrow(0, 0, nd), q.narrow(0, 0, nd), keyCache, valueCache,
-                                      meta.blockTable.narrow(0, 0, nd), meta.contextLens.narrow(0, 0, nd),
-                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
-                                      m_decodeRowParts);
-            gpu::pagedPrefillAttention(attn.narrow(0, nd, rows), q.narrow(0, nd, rows), keyCache, valueCache,
-                                       meta.blockTable.narrow(0, nd, seqs), meta.restCuSeqlensQ,
-                                       meta.contextLens.narrow(0, nd, seqs), meta.maxQueryLen, meta.maxContextLen,
-                                       m_scale);
-        } else {
-            gpu::pagedPrefillAttention(attn, q, keyCache, valueCache, meta.blockTable, meta.cuSeqlensQ,
-                                       meta.contextLens, meta.maxQueryLen, meta.maxContextLen, m_scale);
-        }
+        if (singles < meta.numSeqs)
+            gpu::pagedPrefillAttention(rowsOf(attn, singles, n - singles), rowsOf(q, singles, n - singles), keyCache,
+                                       valueCache, rowsOf(meta.blockTable, singles, meta.numSeqs - singles),
+                                       singles > 0 ? meta.restCuSeqlensQ : meta.cuSeqlensQ,
+                                       rowsOf(meta.contextLens, singles, meta.numSeqs - singles), meta.maxQueryLen,
+                                       meta.maxContextLen, m_scale);
         pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
         if (siluInside) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up

@@ -1,6 +1,7 @@
 // Device-side helpers shared by the .cu files of gpu/kernels: LECTOR_CUDA_TRY, the dtype / head-dim /
 // group-size dispatchers (C++20 templated lambdas, one constexpr list each: only what we ship is
-// instantiated), element conversions, 16-byte vector access and warp reductions. Include only from .cu.
+// instantiated), element conversions, 16-byte vector access, tensor-core fragments (mma.sync, ldmatrix,
+// packing) and warp reductions. Include only from .cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -205,6 +206,41 @@ __device__ __forceinline__ uint4 loadNc16(const void* p) { return __ldg(static_c
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // --- tensor cores ---
+
+// Four 8x8 b16 matrices, transposed: thread (g = lane/4, t = lane%4) gets rows 2t, 2t+1 of column g.
+__device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* smemPtr)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smemPtr));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// lo and hi rounded to T and packed into one register, lo in the low half: an mma fragment's pair.
+template <class T>
+__device__ __forceinline__ uint32_t packPair(float lo, float hi)
+{
+    if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    }
+}
+
+// Two 16-bit elements at a 4-byte aligned address as one register.
+__device__ __forceinline__ uint32_t load32(const void* p) { return *static_cast<const uint32_t*>(p); }
+
+// Four 8x8 b16 matrices: thread (g = lane/4, t = lane%4) gets elements 2t, 2t+1 of row g of each.
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* smemPtr)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smemPtr));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
 
 // c += a * b on the tensor cores (mma.sync m16n8k16, float32 accumulators), T = __half or
 // __nv_bfloat16: a is the 16 x 16 row-major operand (four registers of two elements), b the 16 x 8

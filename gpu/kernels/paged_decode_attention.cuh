@@ -92,6 +92,15 @@ constexpr int pagedDecodeRowPartitions(int numRows, int numKvHeads, int numSms)
 // (choosePagedDecodePartitionSize), whose many short CTAs suit a few long sequences.
 constexpr int kDecodeAutoRowPartitionsMinPairs = 128;
 
+// The automatic split's row partitions for numRows sequences: pagedDecodeRowPartitions() from
+// kDecodeAutoRowPartitionsMinPairs pairs, else 0 (a partition size instead).
+constexpr int pagedDecodeAutoRowPartitions(int numRows, int numKvHeads, int numSms)
+{
+    return int64_t(numRows) * numKvHeads >= kDecodeAutoRowPartitionsMinPairs
+               ? pagedDecodeRowPartitions(numRows, numKvHeads, numSms)
+               : 0;
+}
+
 // Keys per partition of the cluster merge: the longest sequence's share, whole blocks.
 constexpr int pagedDecodeClusterPartitionLen(int maxContextLen, int clusterPartitions)
 {

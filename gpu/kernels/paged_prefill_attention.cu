@@ -18,7 +18,7 @@ constexpr int kTcThreads = 128;
 constexpr int kTcKeys = 32;     // keys per shared-memory tile (two KV blocks)
 constexpr int kSmemPad = 8;     // elements of padding per row: conflict-free operand reads
 
-// --- mma.sync / ldmatrix wrappers (sm_80+) ---
+// --- mma.sync (sm_80+; ldmatrix and packing: common.cuh) ---
 
 template <class T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
@@ -38,28 +38,6 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
     }
 }
 
-// Four 8x8 b16 matrices, transposed: thread (g = lane/4, t = lane%4) gets rows 2t, 2t+1 of column g.
-__device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* smemPtr)
-{
-    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smemPtr));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-template <class T>
-__device__ __forceinline__ uint32_t packPair(float lo, float hi)
-{
-    if constexpr (std::is_same_v<T, __half>) {
-        const __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    }
-}
-
-__device__ __forceinline__ uint32_t load32(const void* p) { return *static_cast<const uint32_t*>(p); }
 
 // One thread's share of a K/V tile in flight: kTcKeys * D / kVec 16-byte chunks over kTcThreads.
 template <class T, int D>
