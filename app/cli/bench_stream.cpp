@@ -65,8 +65,7 @@ private:
 class LoadSampler {
 public:
     explicit LoadSampler(const engine::Engine& engine)
-        : m_engine(engine), m_startPreemptions(engine.stats().preemptions),
-          m_startOverlapped(engine.stats().overlappedSteps), m_next(Clock::now())
+        : m_engine(engine), m_start(engine.stats()), m_next(Clock::now())
     {
     }
 
@@ -95,8 +94,14 @@ public:
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
             s = m_engine.stats();
         }
-        m_summary.preemptions = s.preemptions - m_startPreemptions;
-        m_summary.overlappedSteps = s.overlappedSteps - m_startOverlapped;
+        m_summary.preemptions = s.preemptions - m_start.preemptions;
+        m_summary.overlappedSteps = s.overlappedSteps - m_start.overlappedSteps;
+        auto during = [](const engine::StepTimes& end, const engine::StepTimes& begin) {
+            return engine::StepTimes{end.steps - begin.steps, end.ms - begin.ms};
+        };
+        m_summary.visionSteps = during(s.visionSteps, m_start.visionSteps);
+        m_summary.prefillSteps = during(s.prefillSteps, m_start.prefillSteps);
+        m_summary.decodeSteps = during(s.decodeSteps, m_start.decodeSteps);
         m_summary.kvBlocksMean = m_summary.samples ? m_sumUsed / m_summary.samples : 0.0;
         if (s.kvBlocksTotal > 0) m_summary.kvBlocksTotal = s.kvBlocksTotal;
         return m_summary;
@@ -104,8 +109,7 @@ public:
 
 private:
     const engine::Engine& m_engine;
-    int m_startPreemptions;
-    long long m_startOverlapped;
+    engine::EngineStats m_start;  // counters at the start of the run
     Clock::time_point m_next;
     double m_sumUsed = 0;
     LoadSummary m_summary;

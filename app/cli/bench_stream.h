@@ -27,6 +27,8 @@ struct LoadSummary {
     int kvBlocksTotal = 0;
     int preemptions = 0;  // during the run (end minus start)
     long long overlappedSteps = 0;  // decode steps queued before their predecessor's tokens were read (run)
+    // The engine thread's steps during the run by kind (EngineStats: vision, prompt tokens, decodes only).
+    engine::StepTimes visionSteps, prefillSteps, decodeSteps;
 };
 
 // Per-request figures of one run; latencies only of the requests that succeeded.

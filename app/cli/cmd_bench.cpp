@@ -206,6 +206,23 @@ double realizedRate(const ServingReport& rep)
     return rep.requests > 1 ? perSecond(rep.requests - 1, rep.submitSeconds) : 0.0;
 }
 
+// The engine thread's steps by kind during a run: count and wall milliseconds of each.
+nlohmann::json engineStepsJson(const LoadSummary& load)
+{
+    auto kind = [](const engine::StepTimes& t) { return nlohmann::json{{"steps", t.steps}, {"ms", t.ms}}; };
+    return {{"vision", kind(load.visionSteps)}, {"prefill", kind(load.prefillSteps)}, {"decode", kind(load.decodeSteps)}};
+}
+
+// "vision 8 steps 1122 ms, prefill 28 steps 201 ms, decode only 255 steps 739 ms".
+std::string engineStepsText(const LoadSummary& load)
+{
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "vision %lld steps %.0f ms, prefill %lld steps %.0f ms, decode only %lld steps %.0f ms",
+                  load.visionSteps.steps, load.visionSteps.ms, load.prefillSteps.steps, load.prefillSteps.ms,
+                  load.decodeSteps.steps, load.decodeSteps.ms);
+    return buf;
+}
+
 nlohmann::json burstJson(const ServingReport& rep, int copies)
 {
     return {{"requests", rep.requests},
@@ -218,7 +235,8 @@ nlohmann::json burstJson(const ServingReport& rep, int copies)
                            {"total", rep.load.kvBlocksTotal},
                            {"peak_pct", percentOf(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal)}}},
             {"preemptions", rep.load.preemptions},
-            {"overlapped_steps", rep.load.overlappedSteps}};
+            {"overlapped_steps", rep.load.overlappedSteps},
+            {"engine_steps", engineStepsJson(rep.load)}};
 }
 
 nlohmann::json poissonJson(const ServingReport& rep, const PoissonOptions& p)
@@ -248,7 +266,8 @@ nlohmann::json poissonJson(const ServingReport& rep, const PoissonOptions& p)
                            {"peak_pct", percentOf(load.kvBlocksPeak, load.kvBlocksTotal)},
                            {"samples", load.samples}}},
             {"preemptions", load.preemptions},
-            {"overlapped_steps", load.overlappedSteps}};
+            {"overlapped_steps", load.overlappedSteps},
+            {"engine_steps", engineStepsJson(load)}};
 }
 
 void printBurst(const ServingReport& rep, int copies, size_t numImages, int repeat)
@@ -260,6 +279,8 @@ void printBurst(const ServingReport& rep, int copies, size_t numImages, int repe
     std::printf("KV blocks in use: peak %d of %d (%s), preemptions %d, overlapped decode steps %lld\n",
                 rep.load.kvBlocksPeak, rep.load.kvBlocksTotal, percentText(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal).c_str(),
                 rep.load.preemptions, rep.load.overlappedSteps);
+    if (rep.load.visionSteps.steps + rep.load.prefillSteps.steps + rep.load.decodeSteps.steps > 0)  // HunyuanOCR only
+        std::printf("engine steps: %s\n", engineStepsText(rep.load).c_str());
 }
 
 void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templateMaxNewTokens)
@@ -294,6 +315,8 @@ void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templat
     row("KV blocks in use", buf);
     row("preemptions", std::to_string(load.preemptions));
     row("overlapped decode steps", std::to_string(load.overlappedSteps));
+    if (load.visionSteps.steps + load.prefillSteps.steps + load.decodeSteps.steps > 0)  // HunyuanOCR only
+        row("engine steps", engineStepsText(load));
     row("failures", std::to_string(rep.failures));
 }
 

@@ -4,15 +4,15 @@
 // o projection, the add + RMSNorm, gate/up, SiLU-mul and down. Random float16 weights of the full-size
 // decoder (24 layers) and a 1076-token prompt (a 1024x1024 page) by default.
 //
-// 1. The tensor-core prefill attention, as shipped and the candidate of prefill_attention_candidate.cuh,
-//    against the CPU reference (gpu/ref) on one fresh prompt and on a mixed batch (a chunk over cached
+// 1. The tensor-core prefill attention, as shipped and as it was up to device call 98
+//    (prefill_attention_previous.cuh, the same-run baseline), against the CPU reference (gpu/ref) on one fresh prompt and on a mixed batch (a chunk over cached
 //    tokens, a decode token, a short prompt, shuffled block ids, a block id outside the pool); exit code 1
 //    on a mismatch.
 // 2. Both alone (24 launches in a graph, each on its own layer's cache) for 1, 2, 4 and 8 prompts, the
 //    mixed batch and steps of the engine under load (prompts beside decodes), with their causal FLOPs
-//    per second; the candidate each way its two warp groups can share a CTA and as it chooses; and for
-//    steps that start with decodes, the runner's split (decode attention for those, then the shipped
-//    kernel or the candidate for the rest), checked against the reference where the batch is.
+//    per second; the shipped kernel each way its two warp groups can share a CTA and as it chooses; and
+//    for steps that start with decodes, the runner's split (decode attention for those, then the
+//    previous kernel or the shipped one for the rest), checked against the reference where the batch is.
 // 3. Each op of the layer alone (24 launches of it in a graph, each on its own layer's weights) and the
 //    whole 24-layer chain in one graph: where a page's prefill goes.
 // Without libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
@@ -42,7 +42,7 @@
 
 #include "bench/gpu/cuda_bench.h"
 #include "bench/gpu/decoder_bench.h"
-#include "bench/gpu/prefill_attention_candidate.cuh"
+#include "bench/gpu/prefill_attention_previous.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/paged_prefill_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
@@ -167,19 +167,22 @@ gpu::PagedPrefillAttentionParams attentionParams(const AttentionSetup& s, int la
     return p;
 }
 
-// The kernels timed: the shipped tensor-core path, and the candidate (prefill_attention_candidate.cuh)
-// with its two warp groups on the keys of 64 rows, on 128 rows, or chosen by size.
+// The kernels timed: the previous tensor-core kernel (the baseline), and the shipped one with its two
+// warp groups chosen by size, on 128 rows, or on the keys of 64 rows.
 struct Kernel {
     const char* name;
-    int keySplit;  // -1: the shipped kernel
+    bool previous;
+    gpu::PrefillImpl impl;
 };
-const Kernel kKernels[] = {{"shipped", -1}, {"candidate, by size", 0}, {"candidate, 128 rows a CTA", 1},
-                           {"candidate, keys of 64 rows split", 2}};
+const Kernel kKernels[] = {{"previous", true, gpu::PrefillImpl::TensorCore},
+                           {"shipped, by size", false, gpu::PrefillImpl::TensorCore},
+                           {"shipped, 128 rows a CTA", false, gpu::PrefillImpl::TensorCoreSplitRows},
+                           {"shipped, keys of 64 rows split", false, gpu::PrefillImpl::TensorCoreSplitKeys}};
 
-cudaError_t launchAttention(const gpu::PagedPrefillAttentionParams& p, const Kernel& k, cudaStream_t stream)
+cudaError_t launchAttention(gpu::PagedPrefillAttentionParams p, const Kernel& k, cudaStream_t stream)
 {
-    return k.keySplit < 0 ? gpu::launchPagedPrefillAttention(p, stream)
-                          : bench::candidate::launchPrefillAttention(p, k.keySplit, stream);
+    p.impl = k.impl;
+    return k.previous ? bench::previous::launchPrefillAttention(p, stream) : gpu::launchPagedPrefillAttention(p, stream);
 }
 
 // The runner's split of a mixed step on layer l: decode attention for the leading singles (the eager
@@ -459,12 +462,12 @@ int main(int argc, char** argv)
     for (int n = 2; n <= prompts; n *= 2)
         batches.push_back({std::to_string(n) + " prompts", std::vector<int>(size_t(n), 0), std::vector<int>(size_t(n), tokens)});
     batches.push_back({"chunk 300 over 776 cached, a decode, a prompt of 77, a block outside the pool", {776, 899, 0}, {300, 1, 77}, true, true});
-    // Steps of the engine under load (2048 tokens a step): a page joins 63 decoding ones; two chunks
-    // beside 32 decodes.
+    // Steps of the engine under load (2048 tokens a step, decodes first as the scheduler puts them): a
+    // page joins 63 decoding ones; two chunks beside 32 decodes.
     {
-        Batch b{"a prompt and 63 decodes at context 1200", {0}, {tokens}};
-        b.cached.resize(64, 1199);
-        b.fresh.resize(64, 1);
+        Batch b{"63 decodes at context 1200 and a prompt", std::vector<int>(63, 1199), std::vector<int>(63, 1)};
+        b.cached.push_back(0);
+        b.fresh.push_back(tokens);
         batches.push_back(b);
         Batch c{"32 decodes at 1200, a chunk of 900 over 176 cached, a prompt", std::vector<int>(32, 1199), std::vector<int>(32, 1)};
         c.cached.insert(c.cached.end(), {176, 0});
@@ -486,7 +489,7 @@ int main(int argc, char** argv)
         return 0;
     }
     bool failed = false;
-    std::printf("## the tensor-core prefill attention, shipped and candidate, against the CPU reference (layer 0)\n\n"
+    std::printf("## the tensor-core prefill attention, previous and shipped, against the CPU reference (layer 0)\n\n"
                 "| batch | kernel | tokens | nmse | ok |\n|---|---|---|---|---|\n");
     std::vector<AttentionSetup> setups;
     for (const Batch& b : batches) {
@@ -497,32 +500,33 @@ int main(int argc, char** argv)
             for (const Kernel& k : kKernels)
                 failed = !checkLaunch(s, k.name, [&] { return launchAttention(attentionParams(s, 0), k, nullptr); }, want) ||
                          failed;
-            if (s.leadingSingles > 0)  // with the shipped kernel for the rest
-                failed = !checkLaunch(s, splitName(s, kKernels[0]),
-                                      [&] { return launchSplitStep(s, 0, kKernels[0], numSms, nullptr); }, want) ||
-                         failed;
+            if (s.leadingSingles > 0)  // with each of the previous and the shipped kernel for the rest
+                for (const Kernel* k : {&kKernels[0], &kKernels[1]})
+                    failed = !checkLaunch(s, splitName(s, *k),
+                                          [&] { return launchSplitStep(s, 0, *k, numSms, nullptr); }, want) ||
+                             failed;
         }
     }
     std::printf("\n## the prefill attention alone (24 launches in a graph, one layer's cache each)\n\n"
-                "| batch | kernel | tokens | us a layer | causal TFLOP/s | vs shipped |\n|---|---|---|---|---|---|\n");
+                "| batch | kernel | tokens | us a layer | causal TFLOP/s | vs previous |\n|---|---|---|---|---|---|\n");
     for (const AttentionSetup& s : setups) {
-        double shipped = NAN;
+        double previous = NAN;
         for (const Kernel& k : kKernels) {
             const double us = bench::graphMicros(stream, kLayers, [&](int l) {
                 return launchAttention(attentionParams(s, l), k, stream) == cudaSuccess;
             });
-            if (k.keySplit < 0) shipped = us;
+            if (k.previous) previous = us;
             std::printf("| %s | %s | %d | %.1f | %.0f | %.2fx |\n", s.batch.name.c_str(), k.name, s.numTokens, us,
-                        causalFlops(s) / us / 1e6, shipped / us);
+                        causalFlops(s) / us / 1e6, previous / us);
         }
         if (s.leadingSingles > 0)
             for (const Kernel& k : kKernels) {
-                if (k.keySplit > 0) continue;  // the shipped kernel and the candidate as it chooses
+                if (!k.previous && k.impl != gpu::PrefillImpl::TensorCore) continue;  // previous, and shipped by size
                 const double us = bench::graphMicros(stream, kLayers, [&](int l) {
                     return launchSplitStep(s, l, k, numSms, stream) == cudaSuccess;
                 });
                 std::printf("| %s | %s | %d | %.1f | %.0f | %.2fx |\n", s.batch.name.c_str(), splitName(s, k).c_str(),
-                            s.numTokens, us, causalFlops(s) / us / 1e6, shipped / us);
+                            s.numTokens, us, causalFlops(s) / us / 1e6, previous / us);
             }
     }
     std::printf("\n");

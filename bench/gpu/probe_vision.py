@@ -8,9 +8,14 @@
    graph standing in for one batch-64 step at a 1200-token context: 24 layers of skinny products plus
    a read of that layer's K/V) replay on a high-priority stream, and what each loses by sharing the card.
 
+`--attention-only`: instead, attention alone per backend for one page a call and 8 pages in one batched
+call, with the head dim zero-padded to 80, 96 and 128 (same result, more work: shows which head dims
+the kernels are built for), in ms a page and TFLOP/s counted at head dim 72.
+
 Prints markdown tables. Used to decide how the engine runs the vision tower beside decoding.
 """
 import contextlib
+import sys
 import time
 
 import torch
@@ -75,11 +80,33 @@ def gemms_only(x):
         F.linear(h, b["f2"], b["f2b"])
 
 
+def attention_by_head_dim():
+    flop = 4 * N * N * D * H * L  # a page's 27 layers, at the model's head dim
+    print("| backend | head dim | pages a call | ms a page (27 layers) | TFLOP/s at head dim 72 |\n|---|---|---|---|---|")
+    for pages in (1, 8):
+        q, k, v = (w(pages, H, N, D) * 50 for _ in range(3))
+        for name, be in backends:
+            for hd in (72, 80, 96, 128):
+                qp, kp, vp = (F.pad(t, (0, hd - D)) for t in (q, k, v))
+                try:
+                    ctx = sdpa_kernel([be]) if be is not None else contextlib.nullcontext()
+                    with torch.inference_mode(), ctx:
+                        ms = timed(lambda: [F.scaled_dot_product_attention(qp, kp, vp, scale=D ** -0.5)
+                                            for _ in range(L)]) / pages
+                    print(f"| {name} | {hd} | {pages} | {ms:.2f} | {flop / ms / 1e9:.0f} |", flush=True)
+                except Exception as e:  # a backend that refuses this head dim or card
+                    print(f"| {name} | {hd} | {pages} | refused: {str(e).splitlines()[0][:80]} | |", flush=True)
+
+
+backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+            ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+if "--attention-only" in sys.argv:
+    attention_by_head_dim()
+    sys.exit(0)
+
 print("## Vision tower, float16, 1024x1024 page = 4096 patches, 27 blocks\n")
 print("| backend | tower, 1 page ms | tower, 8 pages ms per page | attention x27, 1 page ms |")
 print("|---|---|---|---|")
-backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
-            ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 x1, x8 = w(N, C) * 50, w(8 * N, C) * 50
 q, k, v = (w(1, H, N, D) * 50 for _ in range(3))
 for name, be in backends:

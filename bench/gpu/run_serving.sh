@@ -12,9 +12,10 @@
 #   - the decode step of 1 to 64 sequences, each part left out in turn, and from 4 sequences the
 #     projections through cuBLAS (as the runner) against our tensor-core engine, each projection in turn
 #     (bench_decode_step: what each part costs in the chain);
-#   - the prefill of a page: the tensor-core prefill attention as shipped and the candidate of
-#     prefill_attention_candidate.cuh, against the CPU reference and alone at 1 to 8 prompts and in steps
-#     of prompts beside decodes; each op of a layer alone and the 24 layers in one graph (bench_prefill);
+#   - the prefill of a page: the tensor-core prefill attention as shipped and as it was up to call 98
+#     (prefill_attention_previous.cuh), against the CPU reference and alone at 1 to 8 prompts and in steps
+#     of prompts beside decodes (also as the runner splits them); each op of a layer alone and the 24
+#     layers in one graph (bench_prefill);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
@@ -101,7 +102,7 @@ grep -E "^## |^\| (as the|without attention|attention in|tensor cores)|NOT FINIT
 
 step "the prefill of a page taken apart (attention against the CPU reference, each op alone, the 24 layers)"
 timeout 180 "$B/gpu/bench_prefill" > "$W/prefill.md" 2>&1; echo "prefill exit $?"
-grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
+grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|63 decodes|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
 
 step "the persistent decode step alone (check against the CPU reference, time, parts)"
 timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"

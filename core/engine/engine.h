@@ -113,6 +113,12 @@ struct EngineInfo {
     std::vector<std::string> presets;  // presets this model can run
 };
 
+// Steps of one kind and the engine thread's wall time in them (HunyuanOCR).
+struct StepTimes {
+    long long steps = 0;
+    double ms = 0;
+};
+
 // Load of the engine, sampled after each step (HunyuanOCR's paged KV cache; zeros for PP-OCR).
 struct EngineStats {
     int kvBlocksUsed = 0;      // KV blocks held by running sequences
@@ -123,6 +129,11 @@ struct EngineStats {
     int preemptions = 0;       // since the engine started
     long long overlappedSteps = 0;  // steps queued before the previous step's tokens reached the host
     long long steps = 0;       // backend steps run
+    // Where the engine thread's time went, by what a step held: the vision tower over new pages (and
+    // whatever tokens rode along), prompt tokens (with the decodes beside them), decodes only. A decode
+    // step queued behind the one in flight waits there for its predecessor's tokens, so each kind is
+    // charged about one step late; the sum is the time the engine thread spent stepping.
+    StepTimes visionSteps, prefillSteps, decodeSteps;
 };
 
 class Engine {

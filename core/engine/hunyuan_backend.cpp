@@ -259,8 +259,31 @@ void HunyuanBackend::add(RequestPtr request)
     m_seqs.emplace(id, std::move(seq));
 }
 
+namespace {
+
+// Charges the wall time from `start` to its end to one kind of step (EngineStats' step times).
+class StepCharge {
+public:
+    StepCharge(StepTimes* kind, Clock::time_point start) : m_kind(kind), m_start(start) {}
+    ~StepCharge()
+    {
+        if (!m_kind) return;
+        ++m_kind->steps;
+        m_kind->ms += msSince(m_start);
+    }
+    StepCharge(const StepCharge&) = delete;
+    StepCharge& operator=(const StepCharge&) = delete;
+
+private:
+    StepTimes* m_kind;
+    Clock::time_point m_start;
+};
+
+}  // namespace
+
 void HunyuanBackend::step()
 {
+    const auto start = Clock::now();
     // Cancels noticed between steps free their blocks at once.
     std::vector<SeqId> cancelled;
     for (const auto& [id, seq] : m_seqs)
@@ -268,6 +291,12 @@ void HunyuanBackend::step()
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
     StepPlan plan = m_scheduler->schedule();
+    const bool prompts = std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const StepChunk& c) { return !c.isDecode; });
+    const StepCharge charge(!plan.vision.empty() ? &m_visionSteps
+                            : prompts            ? &m_prefillSteps
+                            : !plan.chunks.empty() ? &m_decodeSteps
+                                                 : nullptr,
+                            start);
     m_stepIds.clear();
     for (SeqId id : plan.vision) m_stepIds.push_back(id);
     for (const auto& c : plan.chunks) m_stepIds.push_back(c.id);
@@ -696,6 +725,9 @@ EngineStats HunyuanBackend::stats() const
     s.waitingSequences = m_scheduler->numWaiting();
     s.preemptions = m_scheduler->numPreemptions();
     s.overlappedSteps = m_overlappedSteps;
+    s.visionSteps = m_visionSteps;
+    s.prefillSteps = m_prefillSteps;
+    s.decodeSteps = m_decodeSteps;
     return s;
 }
 

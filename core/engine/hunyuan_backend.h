@@ -99,6 +99,7 @@ private:
     // right after that. A sequence that stops early leaves one wasted row in the chained step.
     std::unique_ptr<Launched> m_inflight;
     long long m_overlappedSteps = 0;
+    StepTimes m_visionSteps, m_prefillSteps, m_decodeSteps;  // EngineStats' step times
     Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
 };
 

@@ -3,9 +3,10 @@
 // the new K/V into the cache first (kv_cache_write.cuh), so every key comes from the paged cache.
 // Decode tokens (one new token) can ride in the same batch. Engine thread, once per layer.
 //
-// Two implementations: a tensor-core kernel (mma.sync, fp16/bf16, sm_80+) whose CTAs own 64
-// (token, query head) rows of one KV head, and a SIMT kernel (any dtype; float32 runs only this one)
-// that treats each new token as a decode query with its own causal limit, split-K like decode.
+// Two implementations: a tensor-core kernel (mma.sync, fp16/bf16, sm_80+) whose CTAs of two warp
+// groups own 64 or 128 (token, query head) rows of one KV head, and a SIMT kernel (any dtype; float32
+// runs only this one) that treats each new token as a decode query with its own causal limit, split-K
+// like decode. The runner sends a step's decode tokens to decode attention and the rest here.
 // Page table and cache layout as in paged_decode_attention.cuh.
 #pragma once
 
@@ -16,8 +17,12 @@ namespace lector::gpu {
 
 enum class PrefillImpl : int32_t {
     Auto,        // tensor cores for fp16/bf16, SIMT for fp32
-    TensorCore,  // fp16/bf16 only
+    TensorCore,  // fp16/bf16 only; the two warp groups of a CTA split keys or rows as the batch suits
     Simt,
+    // The tensor-core kernel with its warp groups forced one way (tests and benches): both on the keys
+    // of the same 64 rows (the choice for few CTAs), or on 64 rows each (many CTAs).
+    TensorCoreSplitKeys,
+    TensorCoreSplitRows,
 };
 
 struct PagedPrefillAttentionParams {

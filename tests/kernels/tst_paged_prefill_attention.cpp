@@ -1,7 +1,8 @@
 // Paged prefill attention: the CPU reference against causal attention computed densely by libtorch
 // in float64 (always), and both CUDA paths (tensor cores, SIMT) against the reference (CUDA machines).
-// The batch mixes a prefill chunk over cached tokens, a decode token, fresh prompts of an exact block
-// multiple, of one token and of odd length, with shuffled block ids and GQA.
+// The batches mix prefill chunks over cached tokens, decode tokens, fresh prompts of an exact block
+// multiple, of one token, of odd length and of several tiles, more than 32 sequences, shuffled block
+// ids and GQA; the tensor-core kernel runs as it chooses and with each split of its warp groups forced.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -35,6 +36,13 @@ const std::vector<Batch>& batches()
         {"no GQA, long cached prefix", {1200, 0}, {45, 64}, 4, 4},
         {"GQA 4", {20, 3}, {37, 70}, 8, 2},
         {"GQA 8", {0}, {129}, 8, 1},
+        // The tensor-core kernel's tiles of rows count back from each sequence's last row: a prompt of
+        // several tiles whose rows straddle key tiles, and a chunk beside it over an odd cached prefix.
+        {"long prompt and a chunk", {0, 333}, {601, 250}, 16, 8},
+        // More than 32 sequences: the kernel finds its tile by bisection instead of one warp's lanes.
+        {"40 sequences", std::vector<int>(40, 70), std::vector<int>{1, 1, 1, 30, 1, 1, 65, 1, 1, 1, 1, 1, 1, 2, 1,
+                                                                     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                                     1, 1, 1, 1, 1, 1, 1, 1, 17, 1}, 16, 8},
     };
     return all;
 }
@@ -143,14 +151,19 @@ LECTOR_TEST(cudaMatchesReferenceOnMixedBatches)
                                                 in.kv.valueCache.to(at::kFloat), scale);
             const at::Tensor naive = denseAttention(in, scale, type, at::kCUDA);
             std::vector<PrefillImpl> impls{PrefillImpl::Simt};
-            if (type != at::kFloat) impls.push_back(PrefillImpl::TensorCore);
+            if (type != at::kFloat)  // the tensor-core kernel as it chooses and each way forced
+                impls.insert(impls.end(), {PrefillImpl::TensorCore, PrefillImpl::TensorCoreSplitKeys,
+                                           PrefillImpl::TensorCoreSplitRows});
             for (PrefillImpl impl : impls) {
                 const at::Tensor out = at::full(in.query.sizes(), NAN, in.query.options().device(at::kCUDA));
                 lector::gpu::pagedPrefillAttention(out, in.query.cuda(), in.kv.keyCache.cuda(),
                                                    in.kv.valueCache.cuda(), in.kv.blockTable.cuda(),
                                                    in.cuSeqlensQ.cuda(), in.kv.contextLens.cuda(), in.maxQueryLen,
                                                    in.maxContextLen, scale, impl);
-                const std::string implName = impl == PrefillImpl::Simt ? "simt" : "tensor cores";
+                const std::string implName = impl == PrefillImpl::Simt                  ? "simt"
+                                             : impl == PrefillImpl::TensorCoreSplitKeys ? "tensor cores, keys split"
+                                             : impl == PrefillImpl::TensorCoreSplitRows ? "tensor cores, rows split"
+                                                                                        : "tensor cores";
                 kt::expectClose(kt::typeName(type) + " " + implName + ": " + b.name, out, ref, kt::nmseBound(type),
                                 naive);
             }

@@ -140,6 +140,14 @@ void checkBatchedAgainstReference(const std::string& runner)
     if (runner == "fused") LECTOR_CHECK(backend->stats().overlappedSteps > 0);
     else LECTOR_CHECK_EQ(backend->stats().overlappedSteps, 0LL);
     LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
+    // Each step is charged to one kind: six pages at two a vision step need three at least; their 1923
+    // prompt tokens at 160 a step need 13 steps at least, each with the vision tower or without; the
+    // longest request decodes on alone.
+    const EngineStats st = backend->stats();
+    LECTOR_CHECK(st.visionSteps.steps >= 3 && st.prefillSteps.steps > 0 && st.decodeSteps.steps > 0);
+    LECTOR_CHECK(st.visionSteps.steps + st.prefillSteps.steps >= 13);
+    LECTOR_CHECK(st.visionSteps.steps + st.prefillSteps.steps + st.decodeSteps.steps <= steps);
+    LECTOR_CHECK(st.visionSteps.ms > 0 && st.prefillSteps.ms > 0 && st.decodeSteps.ms > 0);
     LECTOR_CHECK_EQ(out.results.size(), cases.size());
     LECTOR_CHECK(out.seqInOrder);
     for (size_t i = 0; i < cases.size(); ++i) {
