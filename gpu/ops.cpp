@@ -355,7 +355,7 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
                 cuSeqlensQ.sizes(), " and blockTable ", blockTable.sizes(), " must match ", numSeqs, " sequences");
     TORCH_CHECK(maxContextLen >= 0 && maxContextLen <= blockTable.size(1) * kKvBlockSize, op, ": maxContextLen ",
                 maxContextLen, " exceeds the block table's ", blockTable.size(1), " blocks");
-    TORCH_CHECK(impl == PrefillImpl::Auto || impl == PrefillImpl::Simt || query.scalar_type() != at::kFloat, op,
+    TORCH_CHECK(!prefillForcesTensorCores(impl) || query.scalar_type() != at::kFloat, op,
                 ": the tensor-core path takes float16 or bfloat16, not float32");
     PagedPrefillAttentionParams p;
     p.dtype = dtypeOf(keyCache, op, "keyCache");

@@ -213,6 +213,12 @@ nlohmann::json engineStepsJson(const LoadSummary& load)
     return {{"vision", kind(load.visionSteps)}, {"prefill", kind(load.prefillSteps)}, {"decode", kind(load.decodeSteps)}};
 }
 
+// Whether the run had engine steps to report (HunyuanOCR; PP-OCR has none).
+bool hasEngineSteps(const LoadSummary& load)
+{
+    return load.visionSteps.steps + load.prefillSteps.steps + load.decodeSteps.steps > 0;
+}
+
 // "vision 8 steps 1122 ms, prefill 28 steps 201 ms, decode only 255 steps 739 ms".
 std::string engineStepsText(const LoadSummary& load)
 {
@@ -279,8 +285,7 @@ void printBurst(const ServingReport& rep, int copies, size_t numImages, int repe
     std::printf("KV blocks in use: peak %d of %d (%s), preemptions %d, overlapped decode steps %lld\n",
                 rep.load.kvBlocksPeak, rep.load.kvBlocksTotal, percentText(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal).c_str(),
                 rep.load.preemptions, rep.load.overlappedSteps);
-    if (rep.load.visionSteps.steps + rep.load.prefillSteps.steps + rep.load.decodeSteps.steps > 0)  // HunyuanOCR only
-        std::printf("engine steps: %s\n", engineStepsText(rep.load).c_str());
+    if (hasEngineSteps(rep.load)) std::printf("engine steps: %s\n", engineStepsText(rep.load).c_str());
 }
 
 void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templateMaxNewTokens)
@@ -315,8 +320,7 @@ void printPoisson(const ServingReport& rep, const PoissonOptions& p, int templat
     row("KV blocks in use", buf);
     row("preemptions", std::to_string(load.preemptions));
     row("overlapped decode steps", std::to_string(load.overlappedSteps));
-    if (load.visionSteps.steps + load.prefillSteps.steps + load.decodeSteps.steps > 0)  // HunyuanOCR only
-        row("engine steps", engineStepsText(load));
+    if (hasEngineSteps(load)) row("engine steps", engineStepsText(load));
     row("failures", std::to_string(rep.failures));
 }
 

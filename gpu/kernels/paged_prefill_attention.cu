@@ -510,7 +510,7 @@ cudaError_t launchPagedPrefillAttention(const PagedPrefillAttentionParams& p, cu
         p.numQHeads % p.numKvHeads != 0 || p.maxQueryLen < 0 || p.maxContextLen < 0 || p.partitionSize < 0 ||
         p.partitionSize % kKvBlockSize != 0)
         return cudaErrorInvalidValue;
-    if (p.dtype == DType::F32 && p.impl != PrefillImpl::Auto && p.impl != PrefillImpl::Simt) return cudaErrorInvalidValue;
+    if (p.dtype == DType::F32 && prefillForcesTensorCores(p.impl)) return cudaErrorInvalidValue;
     if (p.numTokens == 0 || p.numSeqs == 0) return cudaSuccess;
     return dispatchDType(p.dtype, [&]<class T>() {
         constexpr int kVec = kVecElems<T>;

@@ -52,6 +52,12 @@ struct PagedPrefillAttentionParams {
     float scale = 1.0f;
 };
 
+// Whether `impl` names the tensor-core kernel outright (which takes fp16/bf16 only).
+constexpr bool prefillForcesTensorCores(PrefillImpl impl)
+{
+    return impl != PrefillImpl::Auto && impl != PrefillImpl::Simt;
+}
+
 // Whether `p` runs the tensor-core kernel (after resolving Auto).
 constexpr bool prefillUsesTensorCores(const PagedPrefillAttentionParams& p)
 {
