@@ -23,6 +23,7 @@
 #include "gpu/ref/sample_tokens_ref.h"
 #include "gpu/ref/silu_and_mul_ref.h"
 #include "gpu/ref/skinny_gemm_ref.h"
+#include "gpu/ref/vision_attention_ref.h"
 
 #ifdef LECTOR_TORCH_HAS_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -390,6 +391,52 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
         }
     }
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedPrefillAttention), &ref::pagedPrefillAttentionRef);
+}
+
+bool visionAttentionAvailable(const at::Tensor& qkv, int64_t headDim)
+{
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    return qkv.is_cuda() && headDim == kVisionAttentionHeadDim &&
+           (qkv.scalar_type() == at::kHalf || qkv.scalar_type() == at::kBFloat16) &&
+           visionAttentionSupported(qkv.device().has_index() ? qkv.device().index() : 0);
+#else
+    (void)qkv, (void)headDim;
+    return false;
+#endif
+}
+
+void visionAttention(const at::Tensor& out, const at::Tensor& qkv, const at::Tensor& cuSeqlens, int64_t maxSeqlen,
+                     int64_t numHeads, double scale, int shape)
+{
+    const char* op = "visionAttention";
+    checkLike(out, qkv, op, "out");
+    TORCH_CHECK(qkv.dim() == 2 && out.dim() == 2 && qkv.size(0) == out.size(0) && numHeads > 0 &&
+                    qkv.size(1) == 3 * out.size(1) && out.size(1) % numHeads == 0,
+                op, ": need qkv [rows, 3 * heads * headDim] and out [rows, heads * headDim] for ", numHeads,
+                " heads, got ", qkv.sizes(), " and ", out.sizes());
+    TORCH_CHECK(qkv.stride(1) == 1 && out.stride(1) == 1, op, ": rows of qkv and out must be contiguous");
+    const int64_t headDim = out.size(1) / numHeads;
+    if (qkv.is_cuda())
+        TORCH_CHECK(visionAttentionAvailable(qkv, headDim), op, ": no CUDA kernel for head dim ", headDim, ", ",
+                    qkv.scalar_type(), " on ", qkv.device(), "; supported: head dim ", kVisionAttentionHeadDim,
+                    ", float16 or bfloat16, compute capability 9.0");
+    checkAux(cuSeqlens, qkv, at::kInt, 1, op, "cuSeqlens");
+    TORCH_CHECK(cuSeqlens.size(0) >= 1, op, ": cuSeqlens needs numImages + 1 entries");
+    VisionAttentionParams p;
+    p.dtype = dtypeOf(qkv, op, "qkv");
+    p.qkv = qkv.data_ptr();
+    p.out = out.data_ptr();
+    p.cuSeqlens = cuSeqlens.data_ptr<int32_t>();
+    p.qkvRowStride = qkv.stride(0);
+    p.outRowStride = out.stride(0);
+    p.numRows = toInt(qkv.size(0), op, "numRows");
+    p.numImages = toInt(cuSeqlens.size(0) - 1, op, "numImages");
+    p.maxSeqlen = toInt(maxSeqlen, op, "maxSeqlen");
+    p.numHeads = toInt(numHeads, op, "numHeads");
+    p.headDim = toInt(headDim, op, "headDim");
+    p.scale = static_cast<float>(scale);
+    p.shape = shape;
+    dispatch(qkv, op, p, LECTOR_LAUNCHER(launchVisionAttention), &ref::visionAttentionRef);
 }
 
 // --- projections at decode batch sizes ---

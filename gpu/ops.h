@@ -21,6 +21,7 @@
 #include "gpu/kernels/paged_prefill_attention.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
+#include "gpu/kernels/vision_attention.cuh"
 
 namespace lector::gpu {
 
@@ -78,6 +79,18 @@ void pagedPrefillAttention(const at::Tensor& out, const at::Tensor& query, const
                            const at::Tensor& valueCache, const at::Tensor& blockTable,
                            const at::Tensor& cuSeqlensQ, const at::Tensor& contextLens, int64_t maxQueryLen,
                            int64_t maxContextLen, double scale, PrefillImpl impl = PrefillImpl::Auto);
+
+// Full attention inside each image of the vision tower's batch (no image sees another), straight from the
+// fused qkv projection. out: [numRows, numHeads * headDim] (row stride free, innermost contiguous);
+// qkv: [numRows, 3 * numHeads * headDim] (q, k, v; the same); cuSeqlens: [numImages + 1] int32 on qkv's
+// device, image i owning rows [cu[i], cu[i+1]); maxSeqlen bounds any image's rows. CUDA: float16 or
+// bfloat16, head dim 72, where visionAttentionAvailable(); the CPU runs the reference (any dtype, head dim).
+// shape: VisionAttentionParams::shape (the kernel's CTA shape; tests and benches).
+void visionAttention(const at::Tensor& out, const at::Tensor& qkv, const at::Tensor& cuSeqlens, int64_t maxSeqlen,
+                     int64_t numHeads, double scale, int shape = 0);
+// Whether visionAttention() takes CUDA tensors like `qkv` with this head dim: a compute capability 9.0
+// device, float16 or bfloat16, head dim 72. False for CPU tensors (the caller has its own CPU path).
+bool visionAttentionAvailable(const at::Tensor& qkv, int64_t headDim);
 
 // --- norms, rotary, activation ---
 

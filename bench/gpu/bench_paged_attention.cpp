@@ -4,8 +4,9 @@
 // against that copy, and against libtorch's scaled-dot-product attention on a contiguous cache; then
 // decode at the HunyuanOCR page context (1076), decode at batch 16 to 128 under a graph's 8192-token
 // bound by split (partition sizes, row partitions), prefill of 1076-token prompts, and the small
-// kernels against naive libtorch. CUDA events around each call, warm-up first, median of 20.
-// Usage: bench_paged_attention [results.md]. Needs a CUDA build of libtorch (run by run_gpu.sh).
+// kernels against naive libtorch; the vision tower's attention against SDPA. CUDA events around each
+// call, warm-up first, median of 20. Usage: bench_paged_attention [--vision] [results.md] (--vision:
+// only the vision table). Needs a CUDA build of libtorch (run by run_gpu.sh).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
@@ -351,6 +352,57 @@ void smallKernelsTable(Report& r)
 
 }  // namespace
 
+// The vision tower's attention (gpu::visionAttention) against libtorch's SDPA, as the tower ran it before
+// (one call per page on the qkv projection's strided views, then a copy into o_proj's layout) and as one
+// batched call over contiguous [pages, heads, patches, 72] tensors (attention alone). HunyuanOCR's tower:
+// 16 heads of 72, a 1024x1024 page's 4096 patches; ms are for one page's 27 layers. Each row also checks
+// our output against SDPA's (largest difference relative to SDPA's largest value).
+void visionAttentionTable(Report& r)
+{
+    constexpr int kHeads = 16, kDim = 72, kPatches = 4096, kLayers = 27;
+    r.line("");
+    r.line("### vision-tower attention, 16 heads of 72, 4096 patches a page (ms for a page's 27 layers)");
+    r.line("");
+    r.line("| pages | dtype | ours, one launch | SDPA per page + copy (the tower's default) | "
+           "SDPA batched, attention alone | ours vs per page | max diff vs SDPA |");
+    r.line("|---|---|---|---|---|---|---|");
+    const double flopsPerPage = 4.0 * kHeads * double(kPatches) * kPatches * kDim * kLayers;
+    for (const auto& [pages, type] : std::vector<std::pair<int, at::ScalarType>>{
+             {1, at::kHalf}, {8, at::kHalf}, {1, at::kBFloat16}, {8, at::kBFloat16}}) {
+        const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+        const int64_t rows = int64_t(pages) * kPatches, hd = kHeads * kDim;
+        const at::Tensor qkv = at::randn({rows, 3 * hd}, opts) * 1.5;
+        std::vector<int32_t> cu{0};
+        for (int i = 0; i < pages; ++i) cu.push_back(cu.back() + kPatches);
+        const at::Tensor cuSeqlens = at::tensor(cu, at::kInt).cuda();
+        const double scale = 1.0 / std::sqrt(double(kDim));
+        at::Tensor ours = at::empty({rows, hd}, opts), sdpa = at::empty({rows, hd}, opts);
+        auto runOurs = [&] { lector::gpu::visionAttention(ours, qkv, cuSeqlens, kPatches, kHeads, scale); };
+        auto runPerPage = [&] {
+            for (int i = 0; i < pages; ++i) {
+                const at::Tensor t = qkv.narrow(0, int64_t(i) * kPatches, kPatches).view({kPatches, 3, kHeads, kDim}).permute({1, 2, 0, 3});
+                const at::Tensor o = at::scaled_dot_product_attention(t[0].unsqueeze(0), t[1].unsqueeze(0), t[2].unsqueeze(0));
+                sdpa.narrow(0, int64_t(i) * kPatches, kPatches).copy_(o.squeeze(0).permute({1, 0, 2}).reshape({kPatches, hd}));
+            }
+        };
+        const at::Tensor split = qkv.view({pages, kPatches, 3, kHeads, kDim}).permute({2, 0, 3, 1, 4}).contiguous();
+        auto runBatched = [&] { (void)at::scaled_dot_product_attention(split[0], split[1], split[2]); };
+        const double oursMs = medianMs(runOurs, 10) * kLayers / pages;
+        const double perPageMs = medianMs(runPerPage, 10) * kLayers / pages;
+        const double batchedMs = medianMs(runBatched, 10) * kLayers / pages;
+        runOurs();
+        runPerPage();
+        const auto relDiff = [&](const at::Tensor& t) {
+            return (t.to(at::kFloat) - sdpa.to(at::kFloat)).abs().max().item<double>() /
+                   sdpa.to(at::kFloat).abs().max().item<double>();
+        };
+        const auto tflops = [&](double ms) { return flopsPerPage / (ms * 1e-3) / 1e12; };
+        r.line(fmt("| %.0f | ", pages) + (type == at::kHalf ? "float16" : "bfloat16") +
+               fmt(" | %.2f (%.0f TFLOP/s) | %.2f (%.0f) | ", oursMs, tflops(oursMs), perPageMs, tflops(perPageMs)) +
+               fmt("%.2f (%.0f) | %.2fx | %.2g |", batchedMs, tflops(batchedMs), perPageMs / oursMs, relDiff(ours)));
+    }
+}
+
 int main(int argc, char** argv)
 {
     if (!at::hasCUDA()) {
@@ -364,13 +416,22 @@ int main(int argc, char** argv)
                                                                 prop.multiProcessorCount, prop.l2CacheSize / 1e6) +
            TORCH_VERSION);
     r.line("");
-    r.line("| measure | time | bandwidth |");
-    r.line("|---|---|---|");
-    const double copyBw = copyBandwidth(r);
-    decodeTable(r, copyBw);
-    pageContextTable(r);
-    graphBoundTable(r, copyBw);
-    smallKernelsTable(r);
-    if (argc > 1) std::ofstream(argv[1]) << r.md.str();
+    // --vision: the vision-tower attention table only.
+    const bool visionOnly = argc > 1 && std::string(argv[1]) == "--vision";
+    const char* outPath = argc > (visionOnly ? 2 : 1) ? argv[visionOnly ? 2 : 1] : nullptr;
+    if (!visionOnly) {
+        r.line("| measure | time | bandwidth |");
+        r.line("|---|---|---|");
+        const double copyBw = copyBandwidth(r);
+        decodeTable(r, copyBw);
+        pageContextTable(r);
+        graphBoundTable(r, copyBw);
+        smallKernelsTable(r);
+    }
+    if (lector::gpu::visionAttentionAvailable(at::empty({1}, at::TensorOptions().dtype(at::kHalf).device(at::kCUDA)), 72))
+        visionAttentionTable(r);
+    else
+        r.line("(no vision-attention table: the kernel needs a compute capability 9.0 device)");
+    if (outPath) std::ofstream(outPath) << r.md.str();
     return 0;
 }

@@ -180,23 +180,7 @@ void setContext(Model& m, int context)
 
 double medianMs(const gpu::PersistentDecodeParams& p, int reps)
 {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int i = 0; i < 3; ++i) check(gpu::launchPersistentDecode(p, nullptr), "warm-up");
-    check(cudaDeviceSynchronize(), "warm-up");
-    std::vector<float> ms;
-    for (int i = 0; i < reps; ++i) {
-        cudaEventRecord(e0);
-        check(gpu::launchPersistentDecode(p, nullptr), "launch");
-        cudaEventRecord(e1);
-        check(cudaEventSynchronize(e1), "step");
-        float t = 0;
-        cudaEventElapsedTime(&t, e0, e1);
-        ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return bench::medianLaunchMs([&] { check(gpu::launchPersistentDecode(p, nullptr), "launch"); }, reps);
 }
 
 // Where the time goes: per stage, the mean over layers of the mean (and the slowest) CTA's wait and work.

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
-# bench_skinny_gemm, bench_persistent_decode) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_skinny_gemm, bench_persistent_decode, bench_vision_attention) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (carry ["build-gpu"], about 50 MB) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all five)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all six)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-FLAGS=(-std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I.)
+FLAGS=(-std=c++20 -O3 --expt-relaxed-constexpr -I.)
 OUT=build-gpu
 OBJ=build-gpu-obj
 mkdir -p "$OUT" "$OBJ"
@@ -22,10 +22,11 @@ declare -A DEPS=(
   [bench_prefill]="gpu/kernels/paged_prefill_attention.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/rms_norm.cu gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp"
   [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
+  [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
 )
 declare -A LIBS=([bench_decode_step]="-lcublas" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
-[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode)
+[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention)
 
 objOf() { echo "$OBJ/$(echo "$1" | tr '/' '_').o"; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
@@ -42,7 +43,9 @@ for b in "${BENCHES[@]}"; do
   done
 done
 echo "compiling ${#TODO[@]} sources, two at a time"
-compile() { "$NVCC" "${FLAGS[@]}" -c "$1" -o "$(objOf "$1")"; }
+# wgmma kernels need the arch-specific target.
+archOf() { case "$1" in gpu/kernels/vision_attention.cu) echo -arch=sm_90a ;; *) echo -arch=sm_90 ;; esac; }
+compile() { "$NVCC" "${FLAGS[@]}" "$(archOf "$1")" -c "$1" -o "$(objOf "$1")"; }
 running=0
 for src in "${TODO[@]}"; do
   compile "$src" &
@@ -54,7 +57,7 @@ for b in "${BENCHES[@]}"; do
   objs=$(objOf "bench/gpu/$b.cu")
   for src in ${DEPS[$b]}; do objs="$objs $(objOf "$src")"; done
   # shellcheck disable=SC2086
-  "$NVCC" "${FLAGS[@]}" $objs ${LIBS[$b]:-} -o "$OUT/$b"
+  "$NVCC" "${FLAGS[@]}" -arch=sm_90 $objs ${LIBS[$b]:-} -o "$OUT/$b"
   echo "$OUT/$b"
 done
 du -sh "$OUT"

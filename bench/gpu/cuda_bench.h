@@ -2,7 +2,7 @@
 // bench_decode_step, bench_prefill) share: a CUDA error check that ends the program, a device buffer
 // (uploaded, or filled with random float16 on the device), random float16 on the host, the error of a
 // float16 result against the CPU reference's, the device-to-device copy bandwidth their tables are
-// measured against, the time of a captured sequence of launches, a list argument and the RoPE table of
+// measured against, the median time of a launch, the time of a captured sequence of launches, a list argument and the RoPE table of
 // the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
@@ -114,6 +114,30 @@ inline double copyBandwidth()
     cudaEventDestroy(e1);
     std::sort(ms.begin(), ms.end());
     return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3);
+}
+
+// Median milliseconds of `reps` event-timed runs of `launch` on the default stream, after 3 warm-up runs.
+inline double medianLaunchMs(const std::function<void()>& launch, int reps)
+{
+    for (int i = 0; i < 3; ++i) launch();
+    check(cudaDeviceSynchronize(), "warm-up");
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+        cudaEventRecord(e0);
+        launch();
+        cudaEventRecord(e1);
+        check(cudaEventSynchronize(e1), "timed run");
+        float t = 0;
+        cudaEventElapsedTime(&t, e0, e1);
+        ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
 }
 
 // Microseconds per call: call(0 .. calls - 1) captured in one CUDA graph (kernels launched with PDL

@@ -1,6 +1,6 @@
 // Device-side helpers shared by the .cu files of gpu/kernels: LECTOR_CUDA_TRY, the dtype / head-dim /
 // group-size dispatchers (C++20 templated lambdas, one constexpr list each: only what we ship is
-// instantiated), element conversions, 16-byte vector access, tensor-core fragments (mma.sync, ldmatrix,
+// instantiated), element conversions, 16-byte vector access, cp.async, tensor-core fragments (mma.sync, ldmatrix,
 // packing) and warp reductions. Include only from .cu.
 #pragma once
 
@@ -214,6 +214,28 @@ __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* sm
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
+}
+
+// --- cp.async and the exponential (sm_80+): the attention kernels' key tiles and softmax ---
+
+// 16 bytes global -> shared, bypassing L1; with fill false nothing is read and the 16 bytes are zeros.
+__device__ __forceinline__ void cpAsync16(void* smemDst, const void* src, bool fill)
+{
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smemDst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(fill ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// 2^x to ~2 ulp (MUFU.EX2; -inf gives 0): the softmax's exponentials.
+__device__ __forceinline__ float fastExp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
 // lo and hi rounded to T and packed into one register, lo in the low half: an mma fragment's pair.

@@ -36,28 +36,6 @@ constexpr int kTileElems = kTileKeys * (D + kSmemPad);
 template <class T, int D, int kStages>
 constexpr size_t kTcSmemBytes = size_t(kStages) * 2 * kTileElems<T, D> * sizeof(T);
 
-// --- cp.async and the exponential (sm_80+; ldmatrix and packing: gpu/kernels/common.cuh) ---
-
-// 16 bytes global -> shared, bypassing L1; with fill false nothing is read and the 16 bytes are zeros.
-__device__ __forceinline__ void cpAsync16(void* smemDst, const void* src, bool fill)
-{
-    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smemDst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(fill ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-// 2^x to ~2 ulp (MUFU.EX2; -inf gives 0): the softmax's exponentials.
-__device__ __forceinline__ float fastExp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // The KV block ids of tile `tile` (-1 past the CTA's last key) and which of them hold keys to read: bit
 // j for block j inside the pool and before kvEnd.
 struct TileBlocks {

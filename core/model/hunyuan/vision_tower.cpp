@@ -1,8 +1,13 @@
 #include "core/model/hunyuan/vision_tower.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "gpu/ops.h"
 
 // libtorch 2.x has a fused attention (flash / memory-efficient kernels on CUDA); 1.13 does not.
 #if __has_include(<ATen/ops/scaled_dot_product_attention.h>)
@@ -73,6 +78,8 @@ Result<VisionEncoder> VisionEncoder::load(const WeightStore& weights, const Huny
 {
     const VisionConfig& vc = config.vision;
     VisionEncoder enc;
+    const char* attentionEnv = std::getenv("LECTOR_VISION_ATTENTION");
+    enc.m_ownAttention = attentionEnv && std::string(attentionEnv) == "kernel";
     enc.m_config = vc;
     enc.m_dtype = dtype;
     enc.m_device = device;
@@ -175,15 +182,22 @@ at::Tensor VisionEncoder::positionEmbedding(int gridH, int gridW) const
     return table;
 }
 
-at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const
+at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b, const ImageRows& rows) const
 {
     const int64_t c = m_config.hiddenSize;
     const at::Tensor qkv = at::linear(h, b.qkvW, b.qkvB);  // [sum N, 3C]: one matmul for every image
-    if (lengths.size() == 1) return at::linear(attendOneImage(qkv), b.oW, b.oB);
+    if (rows.cuSeqlens.defined()) {
+        // Every image in one launch, written straight in the layout o_proj takes.
+        at::Tensor out = at::empty({h.size(0), c}, h.options());
+        gpu::visionAttention(out, qkv, rows.cuSeqlens, rows.maxLength, m_config.numHeads,
+                             1.0 / std::sqrt(static_cast<double>(m_config.headDim())));
+        return at::linear(out, b.oW, b.oB);
+    }
+    if (rows.lengths.size() == 1) return at::linear(attendOneImage(qkv), b.oW, b.oB);
     // Full attention inside each image only: the images' rows sit back to back.
     at::Tensor out = at::empty({h.size(0), c}, h.options());
     int64_t offset = 0;
-    for (int64_t n : lengths) {
+    for (int64_t n : rows.lengths) {
         out.narrow(0, offset, n).copy_(attendOneImage(qkv.narrow(0, offset, n)));
         offset += n;
     }
@@ -230,8 +244,19 @@ at::Tensor VisionEncoder::runBlocks(at::Tensor x, const std::vector<int64_t>& le
 {
     const std::vector<int64_t> norm{m_config.hiddenSize};
     const double eps = m_config.layerNormEps;
+    ImageRows rows{lengths, {}, 0};
+    if (m_ownAttention && gpu::visionAttentionAvailable(x, m_config.headDim())) {
+        std::vector<int32_t> cu{0};
+        for (int64_t n : lengths) {
+            if (cu.back() + n > std::numeric_limits<int32_t>::max())
+                throw std::invalid_argument("VisionEncoder: more patches in one call than int32 offsets hold");
+            cu.push_back(static_cast<int32_t>(cu.back() + n));
+            rows.maxLength = std::max(rows.maxLength, n);
+        }
+        rows.cuSeqlens = at::tensor(cu, at::kInt).to(x.device());
+    }
     for (const Block& b : m_blocks) {
-        x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b, lengths);
+        x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b, rows);
         auto h = at::gelu(at::linear(at::layer_norm(x, norm, b.ln2W, b.ln2B, eps), b.fc1W, b.fc1B));  // exact erf
         x = x + at::linear(h, b.fc2W, b.fc2B);
     }

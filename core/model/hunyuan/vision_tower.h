@@ -61,6 +61,11 @@ public:
     // Query rows per attention chunk: bounds the [heads, rows, N] score matrix to about this many
     // elements (default 32M, 128 MB in float32).
     void setAttentionScoreBudget(int64_t elements) { m_scoreBudget = elements; }
+    // On a Hopper GPU the blocks' attention can run gpu::visionAttention (all images in one launch, head
+    // dim 72 without padding) instead of libtorch's fused attention per image: with
+    // LECTOR_VISION_ATTENTION=kernel in the environment at load, or here. Off by default: on the H200 it
+    // is still slower than SDPA (7.2 against 5.7-6.3 ms a page, docs/perf.md calls 103-106).
+    void setOwnAttentionKernel(bool on) { m_ownAttention = on; }
 
 private:
     struct Block {
@@ -74,8 +79,15 @@ private:
         at::Tensor fc2W;                    // [hidden, intermediate]
         at::Tensor fc2B;                    // [hidden]
     };
-    // [sum N, hidden] -> [sum N, hidden], attention inside each image of `lengths`.
-    at::Tensor attention(const at::Tensor& h, const Block& b, const std::vector<int64_t>& lengths) const;
+    // The images of one runBlocks() call: rows of each, and for gpu::visionAttention their row offsets on
+    // the device (undefined where libtorch's attention runs).
+    struct ImageRows {
+        const std::vector<int64_t>& lengths;
+        at::Tensor cuSeqlens;  // [images + 1] int32
+        int64_t maxLength = 0;
+    };
+    // [sum N, hidden] -> [sum N, hidden], attention inside each image.
+    at::Tensor attention(const at::Tensor& h, const Block& b, const ImageRows& rows) const;
     // The interpolated position table for a grid, [gridH * gridW, hidden] in the model dtype (cached).
     at::Tensor positionEmbedding(int gridH, int gridW) const;
     // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection).
@@ -85,6 +97,7 @@ private:
     at::ScalarType m_dtype = at::kFloat;
     at::Device m_device = at::kCPU;
     int64_t m_scoreBudget = int64_t{32} << 20;
+    bool m_ownAttention = false;
     at::Tensor m_patchW;    // [hidden, 3*p*p]: the stride-p conv as a linear over (c, y, x)
     at::Tensor m_patchB;    // [hidden] (zeros when add_patchemb_bias is false)
     at::Tensor m_posTable;  // [G, G, hidden] float32: the learned table without its extra (CLS) rows
