@@ -1,7 +1,8 @@
-# Shared set-up of the GPU-machine run scripts (run_all.sh, run_ppocr_cuda.sh, run_serving.sh); source it
-# from the repository's bench/gpu/. Sets ROOT, OUT, W (work folder, packed into $OUT/results.tar.gz at
-# exit), B (build folder), SH (the carried copy of ../shared: gpu-data/shared, see prepare_carry.sh) and
-# P (the unpacked Debian packages of .gpu-deps), exports the fixture / model folders and the library path.
+# Shared set-up of the GPU-machine run scripts (run_all.sh, run_ppocr_cuda.sh, run_serving.sh,
+# run_vision.sh); source it from the repository's bench/gpu/. Sets ROOT, OUT, W (work folder, packed into
+# $OUT/results.tar.gz at exit), B (build folder), SH (the carried copy of ../shared: gpu-data/shared, see
+# prepare_carry.sh) and P (the unpacked Debian packages of .gpu-deps), defines step (timed section
+# headers), exports the fixture / model folders and the library path.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-/tmp/lector-out}
@@ -10,6 +11,9 @@ B=/tmp/lector-build
 mkdir -p "$W" "$OUT"
 cd "$ROOT"
 trap 'tar czf "$OUT/results.tar.gz" -C /tmp lector-run 2>/dev/null' EXIT
+# step WHAT...: a section header with the seconds since the script started, also into $W/steps.log.
+T0=$(date +%s)
+step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
 SH=$ROOT/gpu-data/shared
 export LECTOR_SHARED_DIR=$SH LECTOR_MODELS_DIR=$ROOT/models
 P=/tmp/deps

@@ -10,8 +10,6 @@
 # (a copy of ../shared/{fixtures,eval-dev,tools}; bench/gpu/prepare_carry.sh makes it).
 #   usage (repository root, on the GPU machine): bash bench/gpu/run_all.sh
 source "$(dirname "$0")/lib.sh"
-T0=$(date +%s)
-step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2;
   python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'; } > "$W/machine.txt" 2>&1
 

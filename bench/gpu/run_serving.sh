@@ -28,8 +28,6 @@
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream.
 source "$(dirname "$0")/lib.sh"
-T0=$(date +%s)
-step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2;
   python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)';
   which nsys ncu; } > "$W/machine.txt" 2>&1

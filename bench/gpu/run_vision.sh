@@ -5,8 +5,6 @@
 # bench_paged_attention --vision (the kernel against SDPA) and the kernel's SASS wgmma/wait counts
 # (one WARPGROUP.DEPBAR per HGMMA means ptxas serialized them). Same carry as run_serving.sh; results in $OUT/results.tar.gz.
 source "$(dirname "$0")/lib.sh"
-T0=$(date +%s)
-step() { echo "== $* (+$(( $(date +%s) - T0 )) s)" | tee -a "$W/steps.log"; }
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 timeout 400 ninja -C "$B" -k 0 -j"$(nproc)" tst_vision_attention bench_paged_attention > "$W/build.log" 2>&1

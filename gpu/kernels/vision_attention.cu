@@ -47,8 +47,8 @@ constexpr int kGroupBytes = 128;                // one core matrix: 8 keys (rows
 constexpr int kKBytes = (kChunks + 1) * kRegion;  // K with its zero chunk of dims 72..79
 constexpr int kVBytes = kChunks * kRegion;
 constexpr int kStageBytes = kKBytes + kVBytes;
-constexpr int kQBlockBytes = (kChunks + 1) * 64 * 16;  // a block's 64 rows of Q, laid out like a K tile
-static_assert(kStageBytes % 128 == 0 && kQkSteps * 16 >= kDim);
+constexpr int kQBlockBytes = kKBytes;            // a block's 64 rows of Q, laid out like a K tile
+static_assert(kStageBytes % 128 == 0 && kQkSteps * 16 >= kDim && kKeys == 64, "an m64 block of Q is one K tile");
 
 // A CTA's shape: kWarpGroups warp groups of kBlocks m64 blocks of query rows each, sharing a ring of
 // kStages K/V stages; kMinCtas CTAs an SM (bounds the registers).
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas) visionAttentionKerne
     // zero. In the first commit group, with tile 0.
     for (int i = tid; i < kRows * (kChunks + 1); i += kThreads) {
         const int r = i / (kChunks + 1), c = i % (kChunks + 1);
-        uint8_t* dst = smem + (r / 64) * kQBlockBytes + c * 64 * 16 + (r % 64) * 16;
+        uint8_t* dst = smem + (r / 64) * kQBlockBytes + c * kRegion + (r % 64) * 16;
         if (c == kChunks) {
             *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
             continue;
