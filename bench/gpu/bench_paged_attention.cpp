@@ -363,7 +363,7 @@ void visionAttentionTable(Report& r)
     r.line("");
     r.line("### vision-tower attention, 16 heads of 72, 4096 patches a page (ms for a page's 27 layers)");
     r.line("");
-    r.line("| pages | dtype | ours, one launch | SDPA per page + copy (the tower's default) | "
+    r.line("| pages | dtype | ours, one launch | SDPA per page + copy (the tower's path until call 111) | "
            "SDPA batched, attention alone | ours vs per page | max diff vs SDPA |");
     r.line("|---|---|---|---|---|---|---|");
     const double flopsPerPage = 4.0 * kHeads * double(kPatches) * kPatches * kDim * kLayers;

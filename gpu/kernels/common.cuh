@@ -216,6 +216,47 @@ __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* sm
                  : "r"(addr));
 }
 
+// --- mbarriers (sm_90): the producer / consumer rings of the persistent decode and vision attention ---
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbarInit(uint64_t* bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smemAddr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbarArriveExpectTx(uint64_t* bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smemAddr(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbarArrive(uint64_t* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smemAddr(bar)) : "memory");
+}
+
+// Waits until the phase of the given parity has completed: spinning on test_wait, or suspending in
+// try_wait (no difference measured on an H200: bench_persistent_decode, kPersistentTryWait).
+__device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity, bool suspend = false)
+{
+    const uint32_t addr = smemAddr(bar);
+    uint32_t done = 0;
+    do {
+        if (suspend)
+            asm volatile(
+                "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                : "=r"(done)
+                : "r"(addr), "r"(parity)
+                : "memory");
+        else
+            asm volatile(
+                "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                : "=r"(done)
+                : "r"(addr), "r"(parity)
+                : "memory");
+    } while (!done);
+}
+
 // --- cp.async and the exponential (sm_80+): the attention kernels' key tiles and softmax ---
 
 // 16 bytes global -> shared, bypassing L1; with fill false nothing is read and the 16 bytes are zeros.

@@ -1,27 +1,37 @@
 // Vision-tower attention on Hopper (declarations and the design: vision_attention.cuh).
 //
-// A CTA is kWarpGroups warp groups of kBlocks m64 blocks of query rows each (shape 0: 2 x 2, 256 rows)
-// of one (image, head). Per key tile of 64:
-//   - K and V arrive by cp.async into a ring of kStages stages, kLookahead tiles ahead. A tile's 64 keys
-//     x 9 chunks of 8 dims are copied key by key (a warp reads whole rows: full 32-byte sectors of L2)
-//     into wgmma's canonical layout without swizzle: chunk c of key k at c * kRegion + k * 16, so every
-//     8 keys x 8 dims core matrix is 128 contiguous bytes. Q sits in shared memory the same way.
-//   - S = Q K^T for each block (both operands from shared memory, K-major). Five k-steps of 16 dims;
-//     Q's and the K tiles' chunk of dims 72..79 is zeroed shared memory, never loaded.
-//   - Block b's online softmax (base 2, running max and sum per row) runs while later blocks' S are
-//     still on the tensor cores; then O += P V for it (P from the S registers, rounded to T, as the A
-//     operand; V as the shared-memory operand, MN-major, n = 72) runs beside the next block's softmax.
+// A CTA owns kRows query rows of one (image, head): kWarpGroups consumer warp groups of kBlocks m64
+// blocks each (shape 0: 2 x 2, 256 rows), and a producer warp group. Per key tile of kKeys:
+//   - The producer's first lane loads K and V by TMA into a ring of kStages stages (a 2-D tensor map over
+//     the qkv rows; one box of 8 dims x kKeys rows per 16-byte chunk lands as one region of wgmma's
+//     canonical layout without swizzle: chunk c of key k at c * kRegion + k * 16, so every 8 x 8 core
+//     matrix is 128 contiguous bytes). A stage completes on its "full" mbarrier, and the consumer warps
+//     free it through its "empty" one: no consumer issues a copy or meets the others at __syncthreads.
+//     Q is loaded once the same way; the chunk of dims 72..79 of Q and of every K stage is zeroed
+//     shared memory, never loaded, so QK^T runs five k-steps of 16.
+//   - A consumer warp group's iteration t, in FlashAttention-3's order (the prologue ran S(0) and its
+//     softmax): issue S(t) = Q K(t)^T, rescale O by tile t-1's correction, issue O += P(t-1) V(t-1)
+//     (P from registers as the A operand, V MN-major with n = 72); wait for S(t) and run softmax(t) in
+//     place (base 2, running max and sum per row) beside PV(t-1); wait for PV(t-1), free stage t-1 and
+//     round P(t) into PV's A fragments. Nothing stays in flight across the back edge: ptxas cannot follow
+//     wgmma groups pending over it and then serializes every wgmma of the kernel (C7514).
+//   - With ping-pong the two warp groups take turns issuing their products (named barriers 8 and 9), so
+//     one's softmax runs while the other's products hold the tensor cores. With the lazy rescale a row
+//     keeps its running max until a tile's exceeds it by more than 2^8 (FlashAttention-4's conditional
+//     rescale): O is then rescaled only where some row of the warp moved, and P stays at most 256.
+//   - The producer warp group gives its registers to the consumers (setmaxnreg): with a lone producer
+//     warp, the SM sub-partition that holds three warps would cap every thread at 168 registers.
 // The grid holds every (row block, head, image); row blocks past an image's end exit.
 //
-// Where it stands (docs/perf.md, calls 103-106): correct, but 7.2 ms a page against libtorch's SDPA at
-// 5.7-6.3, so the tower keeps SDPA unless LECTOR_VISION_ATTENTION=kernel. ncu: with 128 rows a CTA
-// the kernel is bound by L2 throughput (75-81 %: every CTA streams its head's K/V in 16-byte copies);
-// with 256 rows that halves and the per-tile chain (barrier, S, softmax, PV, all warps in step) bounds
-// it. FlashAttention-3's remedies are the next step: TMA bulk loads by a producer warp, and warp groups
-// that alternate softmax and products instead of meeting at a barrier every tile.
+// Where it stands (docs/perf.md, calls 109 and 110): 4.9 ms a page at 8 pages and 5.1 at one, against
+// libtorch's SDPA at 5.7-6.1 alone and 6.3-7.2 as the tower ran it (per image, with copies). The cp.async
+// kernel it replaced (one CTA-wide barrier a tile, 16-byte copies by every thread) took 7.1-7.4.
 #include "gpu/kernels/vision_attention.cuh"
 
 #include "gpu/kernels/common.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 // The wgmma code exists only in the sm_90a pass (wgmma needs the arch-specific target); the CMake target
 // of this file builds only that, and the launcher runs it only on compute capability 9.0.
@@ -35,33 +45,14 @@
 namespace lector::gpu {
 namespace {
 
-constexpr int kKeys = 64;                       // keys per tile
 constexpr int kDim = kVisionAttentionHeadDim;   // 72
 constexpr int kChunks = kDim / 8;               // 16-byte chunks of a head's row
 constexpr int kQkSteps = 5;                     // k-steps of 16 dims: 0..79, the last half zero
-constexpr int kPvSteps = kKeys / 16;
-constexpr int kSAcc = kKeys / 2;                // S accumulators a thread: m64n64
 constexpr int kOAcc = kDim / 2;                 // O accumulators a thread: m64n72
-constexpr int kRegion = kKeys * 16;             // bytes of one chunk of all of a tile's keys
-constexpr int kGroupBytes = 128;                // one core matrix: 8 keys (rows) x 16 bytes
-constexpr int kKBytes = (kChunks + 1) * kRegion;  // K with its zero chunk of dims 72..79
-constexpr int kVBytes = kChunks * kRegion;
-constexpr int kStageBytes = kKBytes + kVBytes;
-constexpr int kQBlockBytes = kKBytes;            // a block's 64 rows of Q, laid out like a K tile
-static_assert(kStageBytes % 128 == 0 && kQkSteps * 16 >= kDim && kKeys == 64, "an m64 block of Q is one K tile");
-
-// A CTA's shape: kWarpGroups warp groups of kBlocks m64 blocks of query rows each, sharing a ring of
-// kStages K/V stages; kMinCtas CTAs an SM (bounds the registers).
-template <int kWarpGroups_, int kBlocks_, int kStages_, int kMinCtas_>
-struct Shape {
-    static constexpr int kWarpGroups = kWarpGroups_, kBlocks = kBlocks_, kStages = kStages_, kMinCtas = kMinCtas_;
-    static constexpr int kThreads = 128 * kWarpGroups;
-    static constexpr int kRows = 64 * kBlocks * kWarpGroups;
-    static constexpr int kLookahead = kStages - 2;  // the tile in use and the one PV may still read
-    static constexpr int kQBytes = kBlocks * kWarpGroups * kQBlockBytes;
-    static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes;
-    static_assert(kStages >= 3 && kSmemBytes <= 227 * 1024);
-};
+constexpr int kGroupBytes = 128;                // one core matrix: 8 rows x 16 bytes
+constexpr int kQRegion = 64 * 16;               // one 16-byte chunk of an m64 block's rows of Q
+constexpr int kQBlockBytes = (kChunks + 1) * kQRegion;  // with its zero chunk of dims 72..79
+static_assert(kQkSteps * 16 >= kDim);
 
 // --- wgmma (sm_90a) ---
 
@@ -106,6 +97,9 @@ __device__ __forceinline__ void fenceAsyncProxy() { asm volatile("fence.proxy.as
 #define LECTOR_WGMMA_D36_REGS "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35"
 #define LECTOR_WGMMA_D36_OPERANDS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
 
+#define LECTOR_WGMMA_D64_REGS "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LECTOR_WGMMA_D64_OPERANDS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
 // d (+)= A B for m64n64k16: A = the K-major shared-memory tile `descA`, B = the K-major shared-memory
 // tile `descB`. scaleD == 0 overwrites d.
 template <class T>
@@ -127,6 +121,36 @@ __device__ __forceinline__ void wgmmaM64N64(float (&d)[32], uint64_t descA, uint
 #else
     (void)d, (void)descA, (void)descB, (void)scaleD;
 #endif
+}
+
+// The same for m64n128k16 (a tile of 128 keys).
+template <class T>
+__device__ __forceinline__ void wgmmaM64N128(float (&d)[64], uint64_t descA, uint64_t descB, int scaleD)
+{
+#ifdef LECTOR_VISION_WGMMA
+    if constexpr (std::is_same_v<T, __half>)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" LECTOR_WGMMA_D64_REGS "}, "
+                     "%64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : LECTOR_WGMMA_D64_OPERANDS
+                     : "l"(descA), "l"(descB), "r"(scaleD));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" LECTOR_WGMMA_D64_REGS "}, "
+                     "%64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : LECTOR_WGMMA_D64_OPERANDS
+                     : "l"(descA), "l"(descB), "r"(scaleD));
+#else
+    (void)d, (void)descA, (void)descB, (void)scaleD;
+#endif
+}
+
+// S (+)= Q K^T for a tile of kKeys keys.
+template <class T, int kKeys>
+__device__ __forceinline__ void wgmmaScores(float (&d)[kKeys / 2], uint64_t descA, uint64_t descB, int scaleD)
+{
+    if constexpr (kKeys == 64) wgmmaM64N64<T>(d, descA, descB, scaleD);
+    else wgmmaM64N128<T>(d, descA, descB, scaleD);
 }
 
 // d += A B for m64n72k16, B = the MN-major shared-memory tile `desc` (transposed: n runs along memory).
@@ -151,21 +175,59 @@ __device__ __forceinline__ void wgmmaM64N72(float (&d)[36], const uint32_t (&a)[
 #endif
 }
 
-// --- the kernel ---
+// --- the kernel (the design: the top of this file) ---
 
-// One block's online softmax over a tile: s holds its scores (m64n64 layout: s[4j + 2h + e] is row
-// group + 8h, key 8j + 2 quad + e), masked past `validKeys`. Rescales o and the running max and sum,
-// and leaves P = 2^(s * scaleLog2 - max), rounded to T, in pf, the A-operand fragments of PV's four
-// k-steps: the accumulator layout of keys 16t..16t+15 is the A layout of k-step t, so the pair (j, h)
-// lands in pf[j / 2][2 (j % 2) + h]. (Exponentials of packed pairs in T, two per instruction, were
-// slower: calls 104-106 in docs/perf.md.)
-template <class T>
-__device__ __forceinline__ void softmaxTile(float (&s)[kSAcc], float (&o)[kOAcc], float (&rowMax)[2], float (&rowSum)[2],
-                                            uint32_t (&pf)[kPvSteps][4], int validKeys, int quad, float scaleLog2)
+template <int kWarpGroups_, int kBlocks_, int kKeys_, int kStages_, bool kPingPong_, bool kLazy_>
+struct Shape {
+    static constexpr int kWarpGroups = kWarpGroups_, kBlocks = kBlocks_, kKeys = kKeys_, kStages = kStages_;
+    static constexpr bool kPingPong = kPingPong_;
+    static constexpr bool kLazy = kLazy_;
+    static constexpr int kConsumerWarps = 4 * kWarpGroups;
+    static constexpr int kThreads = 128 * (kWarpGroups + 1);
+    static constexpr int kMinCtas = 1;
+    static constexpr int kProducerRegisters = 24;
+    // Per thread what a scheduler's 16384 registers leave (rounded down to 8) beside the producer's.
+    static constexpr int kConsumerRegisters = ((16384 / 32 - kProducerRegisters) / kWarpGroups) / 8 * 8;
+    static constexpr int kRows = 64 * kBlocks * kWarpGroups;
+    static constexpr int kRegion = kKeys * 16;                 // one 16-byte chunk of all of a tile's keys
+    static constexpr int kKTileBytes = (kChunks + 1) * kRegion;  // K with its zero chunk of dims 72..79
+    static constexpr int kStageBytes = kKTileBytes + kChunks * kRegion;
+    static constexpr int kLoadBytes = 2 * kChunks * kRegion;     // what TMA writes into a stage
+    static constexpr int kQBytes = kBlocks * kWarpGroups * kQBlockBytes;
+    static constexpr int kBarriers = 2 * kStages + 1;          // full[], empty[], Q
+    static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + kBarriers * 8;
+    static_assert(kKeys == 64 || kKeys == 128, "S is m64n64 or m64n128");
+    static_assert(!kPingPong || kWarpGroups == 2, "ping-pong takes two warp groups");
+    static_assert(kStages >= 2 && kSmemBytes <= 227 * 1024);
+};
+
+// TMA: the box at (x, y) of `map` into shared memory at dst, completing on bar's transaction count.
+__device__ __forceinline__ void tmaLoad2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(smemAddr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smemAddr(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ void namedBarrierSync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void namedBarrierArrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Tile softmax for the warp-specialized kernel: masks keys past validKeys, updates the running max and
+// sum, leaves 2^(s * scaleLog2 - max) in s and the factor the output must still be scaled by in corr
+// (applied before the next product: O is busy with PV(t-1) meanwhile).
+template <int kKeys, bool kLazy>
+__device__ __forceinline__ void softmaxInPlace(float (&s)[kKeys / 2], float (&rowMax)[2], float (&rowSum)[2],
+                                               float (&corr)[2], int validKeys, int quad, float scaleLog2)
 {
     if (validKeys < kKeys) {
 #pragma unroll
-        for (int i = 0; i < kSAcc; ++i)
+        for (int i = 0; i < kKeys / 2; ++i)
             if ((i / 4) * 8 + 2 * quad + (i & 1) >= validKeys) s[i] = -INFINITY;
     }
 #pragma unroll
@@ -175,92 +237,117 @@ __device__ __forceinline__ void softmaxTile(float (&s)[kSAcc], float (&o)[kOAcc]
         for (int j = 0; j < kKeys / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // Every tile holds a valid key, so mx is finite; the first tile's correction is exp2(-inf) = 0.
-        const float corr = fastExp2((rowMax[h] - mx) * scaleLog2);
-        rowMax[h] = mx;
+        if (kLazy && (mx - rowMax[h]) * scaleLog2 <= 8.0f) {
+            corr[h] = 1.0f;  // every row of the quad decides alike: they share mx
+        } else {
+            corr[h] = fastExp2((rowMax[h] - mx) * scaleLog2);  // the first tile's: exp2(-inf) = 0
+            rowMax[h] = mx;
+        }
+        mx = rowMax[h];
         const float bias = mx * scaleLog2;
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
-            const float x0 = fmaf(s[4 * j + 2 * h], scaleLog2, -bias), x1 = fmaf(s[4 * j + 2 * h + 1], scaleLog2, -bias);
-            const float p0 = fastExp2(x0), p1 = fastExp2(x1);
-            pf[j / 2][2 * (j % 2) + h] = packPair<T>(p0, p1);
-            sum += p0 + p1;
-        }
-        rowSum[h] = rowSum[h] * corr + sum;  // this thread's columns; the quad is summed at the end
 #pragma unroll
-        for (int j = 0; j < kChunks; ++j) {
-            o[4 * j + 2 * h] *= corr;
-            o[4 * j + 2 * h + 1] *= corr;
+            for (int e = 0; e < 2; ++e) {
+                float& x = s[4 * j + 2 * h + e];
+                x = fastExp2(fmaf(x, scaleLog2, -bias));
+                sum += x;
+            }
         }
+        rowSum[h] = rowSum[h] * corr[h] + sum;  // this thread's columns; the quad is summed at the end
     }
 }
 
+// P's A fragments for PV's k-steps from the tile's probabilities: the accumulator layout of keys
+// 16t..16t+15 is the A layout of k-step t (s[4j + 2h + e] is row group + 8h, key 8j + 2 quad + e), so the
+// pair (j, h) lands in pf[j / 2][2 (j % 2) + h].
+template <class T, int kKeys>
+__device__ __forceinline__ void packProbabilities(const float (&s)[kKeys / 2], uint32_t (&pf)[kKeys / 16][4])
+{
+#pragma unroll
+    for (int j = 0; j < kKeys / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) pf[j / 2][2 * (j % 2) + h] = packPair<T>(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
+}
+
 template <class T, class S>
-__global__ void __launch_bounds__(S::kThreads, S::kMinCtas) visionAttentionKernel(const VisionAttentionParams p)
+__global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
+    visionAttentionKernel(const __grid_constant__ CUtensorMap qMap, const __grid_constant__ CUtensorMap kvMap,
+                             const VisionAttentionParams p)
 {
 #ifdef LECTOR_VISION_WGMMA
-    constexpr int kThreads = S::kThreads, kRows = S::kRows, kBlocks = S::kBlocks, kStages = S::kStages;
-    constexpr int kLookahead = S::kLookahead, kQBytes = S::kQBytes;
+    constexpr int kBlocks = S::kBlocks, kStages = S::kStages, kTileKeys = S::kKeys, kRegionBytes = S::kRegion;
+    constexpr int kScores = kTileKeys / 2, kSteps = kTileKeys / 16;
     extern __shared__ __align__(128) uint8_t smem[];
     gridDependencyWait();
     const int image = blockIdx.z, head = blockIdx.y;
     const int first = p.cuSeqlens[image];
     const int len = p.cuSeqlens[image + 1] - first;
-    const int rowBase = blockIdx.x * kRows;
+    const int rowBase = blockIdx.x * S::kRows;
     if (rowBase >= len) return;
     allowDependentLaunch();
-    const int tid = threadIdx.x, warp = (tid >> 5) & 3, lane = tid & 31, quad = lane & 3, group = lane >> 2;
-    const int firstBlock = (tid >> 7) * kBlocks;  // this warp group's blocks of the CTA's rows
-    const int64_t ld = p.qkvRowStride;
-    const T* rows = static_cast<const T*>(p.qkv) + int64_t(first) * ld;
-    const T* keys = rows + (p.numHeads + head) * kDim;
-    const T* values = rows + (2 * p.numHeads + head) * kDim;
-    const uint32_t smemBase = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    const int numTiles = (len + kKeys - 1) / kKeys;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int numTiles = (len + kTileKeys - 1) / kTileKeys;
+    uint8_t* const ring = smem + S::kQBytes;
+    uint64_t* const full = reinterpret_cast<uint64_t*>(ring + kStages * S::kStageBytes);
+    uint64_t* const empty = full + kStages;
+    uint64_t* const qFull = empty + kStages;
 
-    uint8_t* const ring = smem + kQBytes;
-    for (int i = tid; i < kStages * kKeys; i += kThreads)
-        *reinterpret_cast<uint4*>(ring + (i / kKeys) * kStageBytes + kChunks * kRegion + (i % kKeys) * 16) =
+    // Zero chunks (dims 72..79) of Q and of every stage's K, written once: TMA never touches them.
+    for (int i = tid; i < (S::kBlocks * S::kWarpGroups) * 64; i += S::kThreads)
+        *reinterpret_cast<uint4*>(smem + (i / 64) * kQBlockBytes + kChunks * kQRegion + (i % 64) * 16) = make_uint4(0, 0, 0, 0);
+    for (int i = tid; i < kStages * kTileKeys; i += S::kThreads)
+        *reinterpret_cast<uint4*>(ring + (i / kTileKeys) * S::kStageBytes + kChunks * kRegionBytes + (i % kTileKeys) * 16) =
             make_uint4(0, 0, 0, 0);
-
-    // Q's rows (rows past the image are zeros, never stored), with the K tiles' layout; dims 72..79
-    // zero. In the first commit group, with tile 0.
-    for (int i = tid; i < kRows * (kChunks + 1); i += kThreads) {
-        const int r = i / (kChunks + 1), c = i % (kChunks + 1);
-        uint8_t* dst = smem + (r / 64) * kQBlockBytes + c * kRegion + (r % 64) * 16;
-        if (c == kChunks) {
-            *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-            continue;
+    if (tid == 0) {
+        for (int st = 0; st < kStages; ++st) {
+            mbarInit(full + st, 1);
+            mbarInit(empty + st, S::kConsumerWarps);
         }
-        const bool valid = rowBase + r < len;
-        cpAsync16(dst, rows + int64_t(valid ? rowBase + r : 0) * ld + head * kDim + c * 8, valid);
+        mbarInit(qFull, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    fenceAsyncProxy();  // the zeros, for wgmma's reads
+    __syncthreads();
 
-    // Tile `tile`'s K and V into its stage (one commit group either way, so the waits count tiles).
-    auto loadTile = [&](int tile) {
-        if (tile < numTiles) {
-            uint8_t* stage = ring + (tile % kStages) * kStageBytes;
-            const int key0 = tile * kKeys;
+    if (warp >= S::kConsumerWarps) {
+        // The producer. Columns of the tensor maps: q of head h at h * 72, k at (H + h) * 72, v at (2H + h) * 72.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(S::kProducerRegisters));
+        if (warp != S::kConsumerWarps || lane != 0) return;
+        const int qx = head * kDim, kx = (p.numHeads + head) * kDim, vx = (2 * p.numHeads + head) * kDim;
+        mbarArriveExpectTx(qFull, S::kBlocks * S::kWarpGroups * kChunks * kQRegion);
+        for (int b = 0; b < S::kBlocks * S::kWarpGroups; ++b)
 #pragma unroll
-            for (int i = tid; i < 2 * kKeys * kChunks; i += kThreads) {  // K's copies, then V's, key by key
-                const bool isV = i >= kKeys * kChunks;
-                const int j = isV ? i - kKeys * kChunks : i;
-                const int key = j / kChunks, c = j % kChunks;
-                const bool valid = key0 + key < len;
-                const T* src = (isV ? values : keys) + int64_t(valid ? key0 + key : 0) * ld + c * 8;
-                cpAsync16(stage + (isV ? kKBytes : 0) + c * kRegion + key * 16, src, valid);
+            for (int c = 0; c < kChunks; ++c)
+                tmaLoad2d(smem + b * kQBlockBytes + c * kQRegion, &qMap, qx + 8 * c, first + rowBase + 64 * b, qFull);
+        for (int tile = 0; tile < numTiles; ++tile) {
+            const int st = tile % kStages;
+            if (tile >= kStages) mbarWait(empty + st, ((tile / kStages) - 1) & 1, true);
+            uint8_t* stage = ring + st * S::kStageBytes;
+            const int y = first + tile * kTileKeys;
+            mbarArriveExpectTx(full + st, S::kLoadBytes);
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c) {
+                tmaLoad2d(stage + c * kRegionBytes, &kvMap, kx + 8 * c, y, full + st);
+                tmaLoad2d(stage + S::kKTileBytes + c * kRegionBytes, &kvMap, vx + 8 * c, y, full + st);
             }
         }
-        cpAsyncCommit();
-    };
-#pragma unroll
-    for (int t = 0; t < kLookahead; ++t) loadTile(t);
+        return;
+    }
 
+    // The consumers: warp group wg owns blocks wg * kBlocks .. + kBlocks - 1 of the CTA's rows.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(S::kConsumerRegisters));
+    const int wg = warp >> 2, quad = lane & 3, group = lane >> 2;
+    const uint32_t smemBase = smemAddr(smem);
+    const uint32_t qBase = smemBase + wg * kBlocks * kQBlockBytes;
+    const uint32_t ringBase = smemBase + S::kQBytes;
     const float scaleLog2 = p.scale * 1.4426950408889634f;
-    float s[kBlocks][kSAcc];
+    constexpr int kTurnThreads = 2 * 128;
+    float s[kBlocks][kScores];
     float o[kBlocks][kOAcc];
-    float rowMax[kBlocks][2], rowSum[kBlocks][2];
+    float rowMax[kBlocks][2], rowSum[kBlocks][2], corr[kBlocks][2];
+    uint32_t pf[kBlocks][kSteps][4];
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
 #pragma unroll
@@ -268,52 +355,110 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas) visionAttentionKerne
         rowMax[b][0] = rowMax[b][1] = -INFINITY;
         rowSum[b][0] = rowSum[b][1] = 0.0f;
     }
-    uint32_t pf[kBlocks][kPvSteps][4];  // a set per block: block 1's softmax runs beside block 0's PV
-
-    for (int tile = 0; tile < numTiles; ++tile) {
-        cpAsyncWait<kLookahead - 1>();  // this thread's copies of `tile` have landed
-        fenceAsyncProxy();
-        __syncthreads();                // everyone's have, and every PV of the tile before is done
-        loadTile(tile + kLookahead);
-        const uint32_t kTile = smemBase + kQBytes + (tile % kStages) * kStageBytes, vTile = kTile + kKBytes;
-        const int validKeys = len - tile * kKeys;
-
-        // Descriptors: a Q block or K tile for QK^T is K-major (along K the next 8 dims are kRegion on,
-        // along M/N the next 8 rows kGroupBytes on); a V tile for PV is MN-major (along K the next 8 keys
-        // kGroupBytes on, along N the next 8 dims kRegion on).
-        wgmmaFence();
+    // S(tile) for every block of this warp group, one commit group.
+    auto issueScores = [&](int tile) {
+        const uint32_t kTile = ringBase + (tile % kStages) * S::kStageBytes;
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b) {
 #pragma unroll
             for (int st = 0; st < kQkSteps; ++st)
-                wgmmaM64N64<T>(s[b], smemDescriptor(smemBase + (firstBlock + b) * kQBlockBytes + st * 2 * kRegion, kRegion, kGroupBytes),
-                               smemDescriptor(kTile + st * 2 * kRegion, kRegion, kGroupBytes), st);
-            wgmmaCommit();
-            pinRegisters(s[b]);
+                wgmmaScores<T, kTileKeys>(s[b], smemDescriptor(qBase + b * kQBlockBytes + st * 2 * kQRegion, kQRegion, kGroupBytes),
+                                          smemDescriptor(kTile + st * 2 * kRegionBytes, kRegionBytes, kGroupBytes), st);
+        }
+        wgmmaCommit();
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) pinRegisters(s[b]);
+    };
+    // O = O * corr + P(tile) V(tile) for every block, one commit group.
+    auto issueValues = [&](int tile) {
+        const uint32_t vTile = ringBase + (tile % kStages) * S::kStageBytes + S::kKTileBytes;
+        bool moved = !S::kLazy;
+        if constexpr (S::kLazy) {
+#pragma unroll
+            for (int b = 0; b < kBlocks; ++b) moved = moved || corr[b][0] != 1.0f || corr[b][1] != 1.0f;
+            moved = __any_sync(0xffffffffu, moved);
         }
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b) {
-            // Block b's S is done; the kBlocks - 1 groups after it (later blocks' S, earlier blocks'
-            // PV) may still run.
-            wgmmaWait<kBlocks - 1>();
-            pinRegisters(s[b]);
-            pinRegisters(o[b]);
-            softmaxTile<T>(s[b], o[b], rowMax[b], rowSum[b], pf[b], validKeys, quad, scaleLog2);
-            pinRegisters(pf[b]);
-            pinRegisters(o[b]);
-            wgmmaFence();
+            if (moved) {
 #pragma unroll
-            for (int t = 0; t < kPvSteps; ++t)
-                wgmmaM64N72<T>(o[b], pf[b][t], smemDescriptor(vTile + t * 2 * 128, kGroupBytes, kRegion));
-            wgmmaCommit();
-            pinRegisters(pf[b]);
+                for (int j = 0; j < kChunks; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        o[b][4 * j + 2 * h] *= corr[b][h];
+                        o[b][4 * j + 2 * h + 1] *= corr[b][h];
+                    }
+            }
             pinRegisters(o[b]);
+            pinRegisters(pf[b]);
         }
-        // Nothing stays in flight across the loop's back edge: ptxas cannot follow wgmma groups pending
-        // over it and then serializes every wgmma of the kernel (C7514; call 103 ran that way, 8.9 ms a
-        // page). Block 1's PV still overlaps the other CTA on the SM.
+        wgmmaFence();
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b)
+#pragma unroll
+            for (int t = 0; t < kSteps; ++t)
+                wgmmaM64N72<T>(o[b], pf[b][t], smemDescriptor(vTile + t * 2 * kGroupBytes, kGroupBytes, kRegionBytes));
+        wgmmaCommit();
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) {
+            pinRegisters(o[b]);
+            pinRegisters(pf[b]);
+        }
+    };
+    auto softmax = [&](int tile) {
+        const int validKeys = len - tile * kTileKeys;
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) {
+            pinRegisters(s[b]);
+            softmaxInPlace<kTileKeys, S::kLazy>(s[b], rowMax[b], rowSum[b], corr[b], validKeys, quad, scaleLog2);
+        }
+    };
+    auto release = [&](int tile) {
+        __syncwarp();
+        if (lane == 0) mbarArrive(empty + tile % kStages);
+    };
+    auto myTurn = [&] {
+        if constexpr (S::kPingPong) namedBarrierSync(8 + wg, kTurnThreads);
+    };
+    auto yourTurn = [&](bool last) {
+        if constexpr (S::kPingPong)
+            if (!(last && wg == 1)) namedBarrierArrive(8 + (wg ^ 1), kTurnThreads);
+    };
+
+    if constexpr (S::kPingPong)
+        if (wg == 1) namedBarrierArrive(8, kTurnThreads);  // warp group 0 goes first
+    mbarWait(qFull, 0, true);
+    mbarWait(full, 0, true);
+    myTurn();
+    wgmmaFence();
+    issueScores(0);
+    yourTurn(false);
+    wgmmaWait<0>();
+    softmax(0);
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b) packProbabilities<T, kTileKeys>(s[b], pf[b]);
+    for (int tile = 1; tile < numTiles; ++tile) {
+        mbarWait(full + tile % kStages, (tile / kStages) & 1, true);
+        myTurn();
+        wgmmaFence();
+        issueScores(tile);
+        issueValues(tile - 1);
+        yourTurn(false);
+        wgmmaWait<1>();  // S(tile); PV(tile - 1) may still run
+        softmax(tile);
         wgmmaWait<0>();
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) pinRegisters(o[b]);
+        release(tile - 1);
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) packProbabilities<T, kTileKeys>(s[b], pf[b]);
     }
+    myTurn();
+    issueValues(numTiles - 1);
+    yourTurn(true);
+    wgmmaWait<0>();
+    release(numTiles - 1);
+
     T* out = static_cast<T*>(p.out);
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
@@ -324,7 +469,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas) visionAttentionKerne
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             const float inv = 1.0f / l;
-            const int r = rowBase + 64 * (firstBlock + b) + 16 * warp + group + 8 * h;
+            const int r = rowBase + 64 * (wg * kBlocks + b) + 16 * (warp & 3) + group + 8 * h;
             if (r >= len) continue;
             T* dst = out + int64_t(first + r) * p.outRowStride + head * kDim + 2 * quad;
 #pragma unroll
@@ -333,8 +478,38 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas) visionAttentionKerne
         }
     }
 #else
-    (void)p;
+    (void)qMap, (void)kvMap, (void)p;
 #endif
+}
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncoder()
+{
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult status{};
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status) != cudaSuccess ||
+            status != cudaDriverEntryPointSuccess)
+            fn = nullptr;
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    return encode;
+}
+
+// A 2-D tensor map over the qkv rows ([numRows, 3 x heads x 72] elements, qkvRowStride apart) in boxes
+// of one 16-byte chunk x boxRows rows; rows past the end read as zeros.
+cudaError_t qkvTensorMap(CUtensorMap& map, const VisionAttentionParams& p, int boxRows)
+{
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensorMapEncoder();
+    if (!encode) return cudaErrorNotSupported;
+    const cuuint64_t dims[2] = {cuuint64_t(3) * cuuint64_t(p.numHeads) * kDim, cuuint64_t(p.numRows)};
+    const cuuint64_t strides[1] = {cuuint64_t(p.qkvRowStride) * 2};
+    const cuuint32_t box[2] = {8, cuuint32_t(boxRows)};
+    const cuuint32_t elementStrides[2] = {1, 1};
+    const CUresult r = encode(&map, p.dtype == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                              const_cast<void*>(p.qkv), dims, strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -363,15 +538,18 @@ cudaError_t launchVisionAttention(const VisionAttentionParams& p, cudaStream_t s
         static const cudaError_t attr = cudaFuncSetAttribute(visionAttentionKernel<T, S>,
                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
         LECTOR_CUDA_TRY(attr);
+        CUtensorMap qMap, kvMap;
+        LECTOR_CUDA_TRY(qkvTensorMap(qMap, p, 64));
+        LECTOR_CUDA_TRY(qkvTensorMap(kvMap, p, S::kKeys));
         const dim3 grid(unsigned(ceilDiv(p.maxSeqlen, S::kRows)), unsigned(p.numHeads), unsigned(p.numImages));
-        return launchKernel(visionAttentionKernel<T, S>, grid, dim3(S::kThreads), S::kSmemBytes, stream, p);
+        return launchKernel(visionAttentionKernel<T, S>, grid, dim3(S::kThreads), S::kSmemBytes, stream, qMap, kvMap, p);
     };
-    // The shapes of VisionAttentionParams::shape (call 106: 7.2, 8.3 and 7.3 ms a page at 8 pages).
+    // The shapes of VisionAttentionParams::shape (docs/perf.md, call 110: 4.9, 5.0 and 5.3 ms a page at 8 pages).
     auto byShape = [&]<class T>() -> cudaError_t {
         switch (p.shape) {
-        case 0: return launch.template operator()<T, Shape<2, 2, 3, 1>>();
-        case 1: return launch.template operator()<T, Shape<1, 2, 4, 2>>();
-        case 2: return launch.template operator()<T, Shape<4, 1, 3, 1>>();
+        case 0: return launch.template operator()<T, Shape<2, 2, 64, 4, true, true>>();
+        case 1: return launch.template operator()<T, Shape<2, 2, 64, 4, true, false>>();
+        case 2: return launch.template operator()<T, Shape<3, 1, 128, 3, false, true>>();
         }
         return cudaErrorInvalidValue;
     };

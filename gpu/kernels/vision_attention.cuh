@@ -8,12 +8,12 @@
 // call 100: 5.6 ms a page at 72, 80, 96 and 128 alike), almost half of it padding; a kernel at its rate
 // on head dim 80 would take ~3.4 ms.
 //
-// One kernel, Hopper only (wgmma, built for sm_90a): a CTA of warp groups owns 64-row blocks of one
-// (image, head). Key tiles of 64 stream through a cp.async ring; S = QK^T and O += PV run on the tensor
-// cores as asynchronous wgmma, the online softmax in registers between them, one block's softmax
-// beside another block's products. QK^T runs five k-steps of 16 (dims 72..79 are zero), PV runs n = 72
-// directly. Elsewhere visionAttentionSupported() is false. Not yet faster than libtorch's SDPA on the
-// H200 (7.2 against 5.7-6.3 ms a page, docs/perf.md calls 103-106), so the tower uses it only when asked.
+// One kernel, Hopper only (TMA and wgmma, built for sm_90a): a producer warp group streams K/V tiles
+// into shared memory by TMA; consumer warp groups run S = QK^T and O += PV on the tensor cores as
+// asynchronous wgmma in FlashAttention-3's order, with the online softmax in registers between them.
+// QK^T runs five k-steps of 16 (dims 72..79 are zero), PV runs n = 72 directly. Elsewhere
+// visionAttentionSupported() is false and the tower keeps libtorch's SDPA. On the H200 4.9 ms a page
+// at 8 pages against SDPA's 5.7-6.1 (docs/perf.md, call 110).
 #pragma once
 
 #include "gpu/kernels/types.h"
@@ -35,10 +35,14 @@ struct VisionAttentionParams {
     int numHeads = 0;
     int headDim = 0;                     // kVisionAttentionHeadDim
     float scale = 1.0f;                  // softmax scale, 1/sqrt(headDim) for the tower
-    // The CTA's shape (warp groups x m64 blocks each, K/V stages): 0 is the default (2 x 2, 3 stages);
-    // 1 (1 x 2, 4) and 2 (4 x 1, 3) are the others bench_vision_attention times. The reference ignores it.
+    // The CTA's shape, 0 .. kVisionAttentionShapes - 1 (consumer warp groups x m64 blocks each, keys a
+    // tile, K/V stages, ping-pong, lazy rescale): 0 is the default (2 x 2, 64, 4, yes, yes); 1 the same
+    // without the lazy rescale, 2 (3 x 1, 128, 3, no, yes). bench_vision_attention times each; the
+    // reference ignores it.
     int shape = 0;
 };
+
+constexpr int kVisionAttentionShapes = 3;
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
 // Whether `device` runs the kernel: compute capability 9.0, and this build has the sm_90a code.

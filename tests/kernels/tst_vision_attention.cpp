@@ -154,7 +154,7 @@ LECTOR_TEST(cudaMatchesReferenceOnOddImages)
             const Inputs in = makeInputs(b, type, 61);
             const at::Tensor ref = runReference(b, in, in.qkv.to(at::kFloat), 3 * b.numHeads * b.headDim);
             const at::Tensor naive = denseAttention(b, in, type, at::kCUDA);
-            for (int shape : {0, 1, 2})  // every CTA shape the kernel has
+            for (int shape = 0; shape < lector::gpu::kVisionAttentionShapes; ++shape)  // every kernel and CTA shape
                 kt::expectClose(kt::typeName(type) + ", shape " + std::to_string(shape) + ": " + b.name,
                                 runKernel(b, in, type, shape), ref, kt::nmseBound(type), naive);
         }
@@ -171,7 +171,7 @@ LECTOR_TEST(cudaMatchesDenseAttentionOnPages)
         const Inputs in = makeInputs(b, type, 63);
         const at::Tensor ref = denseAttention(b, in, at::kFloat, at::kCUDA);
         const at::Tensor naive = denseAttention(b, in, type, at::kCUDA);
-        for (int shape : {0, 1, 2})  // every CTA shape the kernel has
+        for (int shape = 0; shape < lector::gpu::kVisionAttentionShapes; ++shape)  // every kernel and CTA shape
             kt::expectClose(kt::typeName(type) + ", shape " + std::to_string(shape) + ": " + b.name,
                             runKernel(b, in, type, shape), ref, kt::nmseBound(type), naive);
     }

@@ -170,11 +170,13 @@ LECTOR_TEST(imagesEncodedTogetherMatchTheirReferences)
     auto b = hy::preprocessImage(*docImage, cfg);
     LECTOR_CHECK(a.ok() && b.ok());
     c10::InferenceMode guard;
-    const auto out = model().encoder.encodeBatch({&*a, &*b, &*a});
-    LECTOR_CHECK_EQ(out.size(), size_t(3));
+    // Two receipts in a row: a run of equal images, which a GPU attends in one batched call.
+    const auto out = model().encoder.encodeBatch({&*a, &*a, &*b, &*a});
+    LECTOR_CHECK_EQ(out.size(), size_t(4));
     checkClose("image_embeds (batch, receipt)", out[0], receipt->tensor("image_embeds"));
-    checkClose("image_embeds (batch, document)", out[1], doc->tensor("image_embeds"));
-    checkClose("image_embeds (batch, receipt again)", out[2], receipt->tensor("image_embeds"));
+    checkClose("image_embeds (batch, receipt twice)", out[1], receipt->tensor("image_embeds"));
+    checkClose("image_embeds (batch, document)", out[2], doc->tensor("image_embeds"));
+    checkClose("image_embeds (batch, receipt again)", out[3], receipt->tensor("image_embeds"));
 }
 
 // The device path (fused attention on libtorch 2.x) against the same reference; skipped without CUDA.
@@ -196,6 +198,16 @@ LECTOR_TEST(cudaMatchesReference)
     auto encBf16 = hy::VisionEncoder::load(*ws, model().config, at::kBFloat16, at::Device(at::kCUDA));
     LECTOR_CHECK(encBf16.ok());
     checkClose("image_embeds (cuda bf16)", encBf16->encode(*pre).cpu(), g->tensor("image_embeds"), 3e-2);
+    // A run of equal images (one batched fused-attention call) beside another image: each its own.
+    if (!lector::image::imageDecodingAvailable()) return;
+    const auto doc = golden("doc_en");
+    auto docImage = lector::image::decodeImageFile(lector::test::fixture("fixtures/hunyuan/doc_en.png"));
+    LECTOR_CHECK_MSG(docImage.ok(), docImage.error().message);
+    auto docPre = hy::preprocessImage(*docImage, model().config.preprocess);
+    LECTOR_CHECK(docPre.ok());
+    const auto batch = enc->encodeBatch({&*pre, &*pre, &*pre, &*docPre});
+    for (int i = 0; i < 3; ++i) checkClose("image_embeds (cuda f32, run of 3)", batch[size_t(i)].cpu(), g->tensor("image_embeds"));
+    checkClose("image_embeds (cuda f32, after the run)", batch[3].cpu(), doc->tensor("image_embeds"));
 }
 
 LECTOR_TEST(encoderLoadNamesMissingTensor)

@@ -61,10 +61,10 @@ public:
     // Query rows per attention chunk: bounds the [heads, rows, N] score matrix to about this many
     // elements (default 32M, 128 MB in float32).
     void setAttentionScoreBudget(int64_t elements) { m_scoreBudget = elements; }
-    // On a Hopper GPU the blocks' attention can run gpu::visionAttention (all images in one launch, head
-    // dim 72 without padding) instead of libtorch's fused attention per image: with
-    // LECTOR_VISION_ATTENTION=kernel in the environment at load, or here. Off by default: on the H200 it
-    // is still slower than SDPA (7.2 against 5.7-6.3 ms a page, docs/perf.md calls 103-106).
+    // On a Hopper GPU the blocks' attention runs gpu::visionAttention (all images in one launch, head dim
+    // 72 without padding; 4.9-5.1 ms a page on the H200 against 6.3-7.2 for libtorch's SDPA as the tower
+    // ran it, docs/perf.md call 110). Off here or with LECTOR_VISION_ATTENTION=sdpa in the environment at
+    // load, the tower takes libtorch's fused attention (as on every other GPU).
     void setOwnAttentionKernel(bool on) { m_ownAttention = on; }
 
 private:
@@ -92,12 +92,15 @@ private:
     at::Tensor positionEmbedding(int gridH, int gridW) const;
     // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection).
     at::Tensor attendOneImage(const at::Tensor& qkvRows) const;
+    // `count` images of n rows each, back to back [count * n, 3 * hidden] -> [count * n, hidden]: one
+    // batched fused-attention call on GPUs (pages of a burst mostly share a size), per image elsewhere.
+    at::Tensor attendEqualImages(const at::Tensor& qkvRows, int64_t count, int64_t n) const;
 
     VisionConfig m_config;
     at::ScalarType m_dtype = at::kFloat;
     at::Device m_device = at::kCPU;
     int64_t m_scoreBudget = int64_t{32} << 20;
-    bool m_ownAttention = false;
+    bool m_ownAttention = true;
     at::Tensor m_patchW;    // [hidden, 3*p*p]: the stride-p conv as a linear over (c, y, x)
     at::Tensor m_patchB;    // [hidden] (zeros when add_patchemb_bias is false)
     at::Tensor m_posTable;  // [G, G, hidden] float32: the learned table without its extra (CLS) rows
