@@ -539,8 +539,9 @@ cudaError_t launchVisionAttention(const VisionAttentionParams& p, cudaStream_t s
                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
         LECTOR_CUDA_TRY(attr);
         CUtensorMap qMap, kvMap;
-        LECTOR_CUDA_TRY(qkvTensorMap(qMap, p, 64));
-        LECTOR_CUDA_TRY(qkvTensorMap(kvMap, p, S::kKeys));
+        LECTOR_CUDA_TRY(qkvTensorMap(qMap, p, 64));  // Q's m64 blocks
+        if constexpr (S::kKeys == 64) kvMap = qMap;   // K/V tiles of the same box
+        else LECTOR_CUDA_TRY(qkvTensorMap(kvMap, p, S::kKeys));
         const dim3 grid(unsigned(ceilDiv(p.maxSeqlen, S::kRows)), unsigned(p.numHeads), unsigned(p.numImages));
         return launchKernel(visionAttentionKernel<T, S>, grid, dim3(S::kThreads), S::kSmemBytes, stream, qMap, kvMap, p);
     };

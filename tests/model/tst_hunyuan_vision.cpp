@@ -198,16 +198,20 @@ LECTOR_TEST(cudaMatchesReference)
     auto encBf16 = hy::VisionEncoder::load(*ws, model().config, at::kBFloat16, at::Device(at::kCUDA));
     LECTOR_CHECK(encBf16.ok());
     checkClose("image_embeds (cuda bf16)", encBf16->encode(*pre).cpu(), g->tensor("image_embeds"), 3e-2);
-    // A run of equal images (one batched fused-attention call) beside another image: each its own.
+    // A run of equal images (one batched fused-attention call): each its own. Needs no image decoder.
+    const auto run = enc->encodeBatch({&*pre, &*pre, &*pre});
+    LECTOR_CHECK_EQ(run.size(), size_t(3));
+    for (const auto& e : run) checkClose("image_embeds (cuda f32, run of 3)", e.cpu(), g->tensor("image_embeds"));
+    // And beside an image of another size.
     if (!lector::image::imageDecodingAvailable()) return;
     const auto doc = golden("doc_en");
     auto docImage = lector::image::decodeImageFile(lector::test::fixture("fixtures/hunyuan/doc_en.png"));
     LECTOR_CHECK_MSG(docImage.ok(), docImage.error().message);
     auto docPre = hy::preprocessImage(*docImage, model().config.preprocess);
     LECTOR_CHECK(docPre.ok());
-    const auto batch = enc->encodeBatch({&*pre, &*pre, &*pre, &*docPre});
-    for (int i = 0; i < 3; ++i) checkClose("image_embeds (cuda f32, run of 3)", batch[size_t(i)].cpu(), g->tensor("image_embeds"));
-    checkClose("image_embeds (cuda f32, after the run)", batch[3].cpu(), doc->tensor("image_embeds"));
+    const auto batch = enc->encodeBatch({&*pre, &*pre, &*docPre});
+    for (int i = 0; i < 2; ++i) checkClose("image_embeds (cuda f32, run of 2)", batch[size_t(i)].cpu(), g->tensor("image_embeds"));
+    checkClose("image_embeds (cuda f32, after the run)", batch[2].cpu(), doc->tensor("image_embeds"));
 }
 
 LECTOR_TEST(encoderLoadNamesMissingTensor)

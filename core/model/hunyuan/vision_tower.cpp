@@ -212,17 +212,19 @@ at::Tensor VisionEncoder::attention(const at::Tensor& h, const Block& b, const I
 
 at::Tensor VisionEncoder::attendEqualImages(const at::Tensor& qkvRows, int64_t count, int64_t n) const
 {
-    if (count == 1) return attendOneImage(qkvRows);
-    const int64_t c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
+    const int64_t c = m_config.hiddenSize;
 #if defined(LECTOR_HAVE_SDPA)
+    // On GPUs the fused kernel never materialises the [heads, N, N] scores. The CPU keeps the explicit
+    // path of attendOneImage(), so the float32 reference is the same code on every libtorch version.
     if (!qkvRows.is_cpu()) {
-        // [count * n, 3C] -> [3, count, heads, n, d]; one call instead of one per image plus a copy each
-        // (docs/perf.md, call 107: 5.75 against 6.29 ms a page at 8 pages).
-        const auto qkv = qkvRows.view({count, n, 3, heads, d}).permute({2, 0, 3, 1, 4});
+        // [count * n, 3C] -> [3, count, heads, n, d]; one call for the run instead of one per image plus a
+        // copy each (docs/perf.md, call 107: 5.75 against 6.29 ms a page at 8 pages).
+        const auto qkv = qkvRows.view({count, n, 3, m_config.numHeads, m_config.headDim()}).permute({2, 0, 3, 1, 4});
         const auto o = at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2]);  // [count, heads, n, d]
         return o.permute({0, 2, 1, 3}).reshape({count * n, c});
     }
 #endif
+    if (count == 1) return attendOneImage(qkvRows);
     at::Tensor out = at::empty({count * n, c}, qkvRows.options());
     for (int64_t i = 0; i < count; ++i) out.narrow(0, i * n, n).copy_(attendOneImage(qkvRows.narrow(0, i * n, n)));
     return out;
@@ -233,15 +235,6 @@ at::Tensor VisionEncoder::attendOneImage(const at::Tensor& qkvRows) const
     const int64_t n = qkvRows.size(0), c = m_config.hiddenSize, heads = m_config.numHeads, d = m_config.headDim();
     // [N, 3C] -> [3, heads, N, d]
     const auto qkv = qkvRows.view({n, 3, heads, d}).permute({1, 2, 0, 3});
-#if defined(LECTOR_HAVE_SDPA)
-    // On GPUs the fused kernel never materialises the [heads, N, N] scores. The CPU keeps the explicit
-    // path below, so the float32 reference is the same code on every libtorch version.
-    if (!qkvRows.is_cpu()) {
-        const auto o = at::scaled_dot_product_attention(qkv[0].unsqueeze(0), qkv[1].unsqueeze(0),
-                                                        qkv[2].unsqueeze(0));  // [1, heads, N, d]
-        return o.squeeze(0).permute({1, 0, 2}).reshape({n, c});
-    }
-#endif
     const auto q = (qkv[0] * (1.0 / std::sqrt(static_cast<double>(d)))).contiguous();  // [heads, N, d]
     const auto kT = qkv[1].contiguous().transpose(1, 2);  // [heads, d, N], a transposed view BLAS takes as is
     const auto v = qkv[2].contiguous();                   // [heads, N, d]

@@ -90,10 +90,12 @@ private:
     at::Tensor attention(const at::Tensor& h, const Block& b, const ImageRows& rows) const;
     // The interpolated position table for a grid, [gridH * gridW, hidden] in the model dtype (cached).
     at::Tensor positionEmbedding(int gridH, int gridW) const;
-    // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection).
+    // One image's q, k, v rows [N, 3 * hidden] -> attention output [N, hidden] (before the O projection),
+    // explicitly: softmax(QK^T) V in query chunks (the CPU, and GPUs without libtorch's fused attention).
     at::Tensor attendOneImage(const at::Tensor& qkvRows) const;
     // `count` images of n rows each, back to back [count * n, 3 * hidden] -> [count * n, hidden]: one
-    // batched fused-attention call on GPUs (pages of a burst mostly share a size), per image elsewhere.
+    // batched fused-attention call on GPUs (pages of a burst mostly share a size), attendOneImage() per
+    // image elsewhere.
     at::Tensor attendEqualImages(const at::Tensor& qkvRows, int64_t count, int64_t n) const;
 
     VisionConfig m_config;
