@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from probe_timing import median_ms
+
 dev, dt = "cuda", torch.float16
 C, H, D, I, L, N = 1152, 16, 72, 4304, 27, 4096
 torch.manual_seed(0)
@@ -52,21 +54,6 @@ def tower(x, pages, parts=None):
     return x
 
 
-def timed(fn, reps=5):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        z.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(z))
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
 def attention_only(q, k, v, reps=L):
     for _ in range(reps):
         F.scaled_dot_product_attention(q, k, v)
@@ -91,7 +78,7 @@ def attention_by_head_dim():
                 try:
                     ctx = sdpa_kernel([be]) if be is not None else contextlib.nullcontext()
                     with torch.inference_mode(), ctx:
-                        ms = timed(lambda: [F.scaled_dot_product_attention(qp, kp, vp, scale=D ** -0.5)
+                        ms = median_ms(lambda: [F.scaled_dot_product_attention(qp, kp, vp, scale=D ** -0.5)
                                             for _ in range(L)]) / pages
                     print(f"| {name} | {hd} | {pages} | {ms:.2f} | {flop / ms / 1e9:.0f} |", flush=True)
                 except Exception as e:  # a backend that refuses this head dim or card
@@ -113,15 +100,15 @@ for name, be in backends:
     try:
         ctx = sdpa_kernel([be]) if be is not None else contextlib.nullcontext()
         with torch.inference_mode(), ctx:
-            t1 = timed(lambda: tower(x1, 1))
-            t8 = timed(lambda: tower(x8, 8), reps=3) / 8
-            ta = timed(lambda: attention_only(q, k, v))
+            t1 = median_ms(lambda: tower(x1, 1))
+            t8 = median_ms(lambda: tower(x8, 8), reps=3) / 8
+            ta = median_ms(lambda: attention_only(q, k, v))
         print(f"| {name} | {t1:.2f} | {t8:.2f} | {ta:.2f} |")
     except Exception as e:  # a backend that refuses head dim 72 or this card
         print(f"| {name} | refused: {str(e).splitlines()[0][:80]} | | |")
 with torch.inference_mode():
-    tg = timed(lambda: gemms_only(x1))
-    tg8 = timed(lambda: gemms_only(x8), reps=3) / 8
+    tg = median_ms(lambda: gemms_only(x1))
+    tg8 = median_ms(lambda: gemms_only(x8), reps=3) / 8
 flops = 2 * N * L * (4 * C * C + 2 * C * I)
 print(f"\nmatrix products alone: {tg:.2f} ms per page at 1 page ({flops / tg / 1e9:.0f} TFLOP/s), "
       f"{tg8:.2f} at 8 pages ({flops / tg8 / 1e9:.0f} TFLOP/s)")
@@ -164,7 +151,7 @@ with torch.inference_mode():
             for _ in range(n):
                 g.replay()
 
-    t_step = timed(lambda: steps(20)) / 20
+    t_step = median_ms(lambda: steps(20)) / 20
     kv = 24 * 2 * B * KVH * CTX * HD * 2 / 1e9
     print("## Vision beside decoding (stand-in decode step: batch 64, context 1200, torch ops in a CUDA graph)\n")
     print(f"decode step alone {t_step:.3f} ms (K/V {kv:.1f} GB + weights 1.3 GB: "
@@ -174,7 +161,7 @@ with torch.inference_mode():
     print("|---|---|---|---|---|---|")
     for prio_name, vs in (("low (decode high)", lo), ("same", torch.cuda.Stream(priority=-5))):
         with torch.cuda.stream(vs):
-            t_vis = timed(lambda: tower(x8, 8), reps=3)
+            t_vis = median_ms(lambda: tower(x8, 8), reps=3)
         torch.cuda.synchronize()
         done = torch.cuda.Event()
         a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
