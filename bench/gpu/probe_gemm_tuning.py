@@ -16,9 +16,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from probe_timing import median_ms
+from probe_common import dev, dt, median_ms
 
-dev, dt = "cuda", torch.float16
 torch.manual_seed(0)
 
 # (name, rows, in features, out features, bias)

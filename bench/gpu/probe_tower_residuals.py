@@ -15,20 +15,10 @@ Prints ms a page at 1 and 8 pages for each variant and the largest difference fr
 import torch
 import torch.nn.functional as F
 
-from probe_timing import median_ms
+from probe_common import C, D, H, I, N, dev, dt, median_ms, random_tower_blocks
 
-dev, dt = "cuda", torch.float16
-C, H, D, I, L, N = 1152, 16, 72, 4304, 27, 4096
 PAD = 8  # the ones column and zeros: keeps rows 16-byte aligned
-torch.manual_seed(0)
-
-
-def w(*s):
-    return torch.randn(*s, device=dev, dtype=dt) * 0.02
-
-
-blocks = [dict(ln1w=w(C) + 1, ln1b=w(C), qkv=w(3 * C, C), qkvb=w(3 * C), o=w(C, C), ob=w(C),
-               ln2w=w(C) + 1, ln2b=w(C), f1=w(I, C), f1b=w(I), f2=w(C, I), f2b=w(C)) for _ in range(L)]
+blocks = random_tower_blocks()
 for b in blocks:  # the folded weights: [W, b, 0 ...]
     b["o_aug"] = torch.cat([b["o"], b["ob"][:, None], torch.zeros(C, PAD - 1, device=dev, dtype=dt)], 1).contiguous()
     b["f2_aug"] = torch.cat([b["f2"], b["f2b"][:, None], torch.zeros(C, PAD - 1, device=dev, dtype=dt)], 1).contiguous()

@@ -22,19 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_timing import median_ms
+from probe_common import C, D, H, I, L, N, dt, median_ms, random_tower_blocks, w
 
-dev, dt = "cuda", torch.float16
-C, H, D, I, L, N = 1152, 16, 72, 4304, 27, 4096
-torch.manual_seed(0)
-
-
-def w(*s):
-    return torch.randn(*s, device=dev, dtype=dt) * 0.02
-
-
-blocks = [dict(ln1w=w(C) + 1, ln1b=w(C), qkv=w(3 * C, C), qkvb=w(3 * C), o=w(C, C), ob=w(C),
-               ln2w=w(C) + 1, ln2b=w(C), f1=w(I, C), f1b=w(I), f2=w(C, I), f2b=w(C)) for _ in range(L)]
+blocks = random_tower_blocks()
 
 
 def tower(x, pages, parts=None):
