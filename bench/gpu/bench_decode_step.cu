@@ -10,15 +10,17 @@
 // 43: cuBLAS GemmEx for qkv, gate/up and down behind our norm and SiLU-mul kernels, our tensor-core
 // engine for down up to 8 rows, o up to 16 and the LM head up to 32), and, as variants, through our
 // tensor-core engine everywhere with the prologues inside, everywhere with the norm and SiLU-mul kernels
-// in front, and for one projection at a time. The tuner times each projection alone, where PDL hides
-// nothing; this says what each choice costs in the chain.
+// in front, and for one projection at a time; from 8 rows the same through the warp-group engine
+// (skinny_gemm_wg.cu, sm_90a). The tuner times each projection alone, where PDL hides nothing; this says
+// what each choice costs in the chain.
 //
 // The other variants: the other splits of one sequence's attention, the final norm inside the LM head,
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
 // miss what PDL does not hide). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
-//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
+//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
+//        gpu/kernels/rms_norm.cu \
 //        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu \
 //        -lcublas -o build-gpu/bench_decode_step
 // (or the CMake target of the same name in CUDA builds). Correctness is the kernel tests' job; this one
@@ -67,6 +69,7 @@ enum class Projections {
     Runner,            // as the runner on the H200 (the header): cuBLAS where its tuner picks it
     TensorCores,       // the tensor-core engine everywhere, add + RMSNorm and SiLU-mul inside
     TensorCoresApart,  // the tensor-core engine everywhere, the norm and SiLU-mul kernels in front
+    WarpGroupsApart,   // the warp-group engine everywhere (sm_90a), the norm and SiLU-mul kernels in front
 };
 
 // What a variant changes: the projections' engine, the attention split, the final norm's place, or
@@ -75,6 +78,7 @@ struct Variant {
     std::string name;
     Projections projections = Projections::Runner;
     unsigned tcApart = 0;  // with Runner: these projections (bits of Which) on the tensor cores, apart
+    unsigned wgApart = 0;  // with Runner: these projections on the warp-group engine, apart
     bool rope = true, attention = true, oProj = true, mlp = true, lmHead = true;
     bool lmHeadNorm = false;  // the final add + RMSNorm as the LM head's prologue instead of its own kernel
     // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
@@ -174,12 +178,13 @@ void withNorm(gpu::SkinnyGemmParams& p, Model& m, const Buffer& normWeight)
 }
 
 enum Which { kQkvProj, kOProj, kGateUpProj, kDownProj, kLmHead };
-enum class Engine { Simt, TensorCore, Library };
+enum class Engine { Simt, TensorCore, WarpGroup, Library };
 
 // Where a projection runs for the variant at its rows (the header; model_runner.cpp, skinnyEngine()).
 Engine engineOf(const Variant& v, int rows, Which w)
 {
     if (rows <= 2) return Engine::Simt;
+    if (v.projections == Projections::WarpGroupsApart || (v.wgApart >> w & 1u)) return Engine::WarpGroup;
     if (v.projections != Projections::Runner || (v.tcApart >> w & 1u)) return Engine::TensorCore;
     const int tcUpTo = w == kDownProj ? 8 : w == kOProj ? 16 : w == kLmHead ? 32 : 0;
     return rows <= tcUpTo ? Engine::TensorCore : Engine::Library;
@@ -188,7 +193,8 @@ Engine engineOf(const Variant& v, int rows, Which w)
 // Whether the add + RMSNorm or SiLU-mul runs inside the projection's GEMM (else as its own kernel first).
 bool prologueInside(const Variant& v, Which w, Engine e)
 {
-    return e != Engine::Library && v.projections != Projections::TensorCoresApart && !(v.tcApart >> w & 1u);
+    return e != Engine::Library && e != Engine::WarpGroup && v.projections != Projections::TensorCoresApart &&
+           !(v.tcApart >> w & 1u);
 }
 
 // p through the engine; the library as at::linear calls it (float32 out for the LM head's logits, where
@@ -202,7 +208,9 @@ bool gemm(const Model& m, Engine e, gpu::SkinnyGemmParams p, cudaStream_t stream
                             p.outFloat ? CUDA_R_32F : CUDA_R_16F, int(p.outStride), CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
     }
-    p.engine = e == Engine::Simt ? gpu::SkinnyEngine::Simt : gpu::SkinnyEngine::TensorCore;
+    p.engine = e == Engine::Simt ? gpu::SkinnyEngine::Simt
+               : e == Engine::WarpGroup ? gpu::SkinnyEngine::WarpGroup
+                                        : gpu::SkinnyEngine::TensorCore;
     return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
 }
 
@@ -334,6 +342,18 @@ std::vector<Variant> variants(int rows)
         const char* names[] = {"qkv", "o", "gate/up", "down"};
         for (int w = kQkvProj; w <= kDownProj; ++w)
             add(std::string("tensor cores (apart) for ") + names[w] + " only", [&](Variant& x) { x.tcApart = 1u << w; });
+        if (rows >= 8) {
+            add("warp groups, norm and SiLU-mul kernels", [](Variant& x) { x.projections = Projections::WarpGroupsApart; });
+            for (int w = kQkvProj; w <= kDownProj; ++w)
+                add(std::string("warp groups for ") + names[w] + " only", [&](Variant& x) { x.wgApart = 1u << w; });
+            add("warp groups for qkv, gate/up and down", [](Variant& x) {
+                x.wgApart = 1u << kQkvProj | 1u << kGateUpProj | 1u << kDownProj;
+            });
+            add("warp groups for the LM head", [](Variant& x) { x.wgApart = 1u << kLmHead; });
+            add("warp groups for o, down and the LM head", [](Variant& x) {
+                x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
+            });
+        }
     }
     if (rows <= 4)  // the other splits of a few sequences' attention, in the chain (-1: 64-key partitions)
         for (int parts : rows == 1 ? std::vector<int>{8, 4, -1} : rows == 2 ? std::vector<int>{16, 8} : std::vector<int>{16, 8, -1})

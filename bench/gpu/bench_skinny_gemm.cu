@@ -1,10 +1,11 @@
 // bench_skinny_gemm: the decode-step projections of HunyuanOCR (qkv, o, gate/up, down with its SiLU-mul
-// input, LM head with float32 logits) at 1..64 rows: the skinny GEMM's two engines (SIMT up to 8 rows,
-// tensor cores 2..64, every split of K) against cuBLAS's GemmEx (what at::linear calls) in the same run,
+// input, LM head with float32 logits) at 1..64 rows: the skinny GEMM's engines (SIMT up to 8 rows,
+// tensor cores 2..64 and warp-group products 1..64, every split of K) against cuBLAS's GemmEx (what at::linear calls) in the same run,
 // each as 20 launches replayed from a CUDA graph, and the bytes of weight over the measured copy
 // bandwidth. Without libtorch, so it builds with nvcc alone:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_skinny_gemm.cu \
-//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu \
+//        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
+//        gpu/kernels/rms_norm.cu \
 //        gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp -lcublas -lcublasLt -o build-gpu/bench_skinny_gemm
 // (or the CMake target of the same name in CUDA builds). It first checks both engines against the CPU
 // reference on odd shapes and on every variant (plain, SiLU-mul input, add + RMSNorm prologue, float32
@@ -102,6 +103,7 @@ struct Case {
     int rows, n, k;
     bool silu = false, norm = false, outFloat = false;
     int split = 0;
+    int ring = 0;  // the warp-group engine's ring (0: its own)
 };
 
 // One case through the kernel and the reference; normalised squared error of out (and of the new
@@ -117,8 +119,11 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
     std::vector<uint8_t> wantOut(outBytes), gotOut(outBytes), wantRes(res.size() * 2), gotRes(res.size() * 2);
 
     auto params = [&](void* out, const void* xp, const void* wp, const void* nwp, const void* resIn, void* resOut) {
-        return skinnyParams(t, engine, c.split, c.rows, c.n, c.k, xStride, c.silu, c.outFloat, out, xp, wp,
-                            c.norm ? nwp : nullptr, c.norm ? resIn : nullptr, c.norm ? resOut : nullptr);
+        gpu::SkinnyGemmParams p = skinnyParams(t, engine, c.split, c.rows, c.n, c.k, xStride, c.silu, c.outFloat, out,
+                                               xp, wp, c.norm ? nwp : nullptr, c.norm ? resIn : nullptr,
+                                               c.norm ? resOut : nullptr);
+        p.ringStages = c.ring;
+        return p;
     };
     // Reference on the host.
     gpu::ref::skinnyGemmRef(params(wantOut.data(), x.data(), w.data(), nw.data(), res.data(), wantRes.data()));
@@ -164,9 +169,11 @@ void checkCase(const Case& c, gpu::DType t, gpu::SkinnyEngine engine)
     const double nmse = err / std::max(norm, 1e-30), bound = t == gpu::DType::F16 ? 1e-5 : 1e-4;
     const bool ok = finite && nmse <= bound && resErr == 0;
     if (!ok) g_failed = true;
-    std::printf("| %s | %s | %d x %d x %d%s%s%s%s | %.2e | %s |\n", engine == gpu::SkinnyEngine::Simt ? "simt" : "tc",
-                gpu::dtypeName(t), c.rows, c.n, c.k, c.silu ? " silu" : "", c.norm ? " norm" : "",
-                c.outFloat ? " f32 out" : "", c.split ? (" split " + std::to_string(c.split)).c_str() : "", nmse,
+    const char* name = engine == gpu::SkinnyEngine::Simt ? "simt" : engine == gpu::SkinnyEngine::TensorCore ? "tc" : "wg";
+    std::string launch = c.split ? " split " + std::to_string(c.split) : "";
+    if (c.ring) launch += " ring " + std::to_string(c.ring);
+    std::printf("| %s | %s | %d x %d x %d%s%s%s%s | %.2e | %s |\n", name, gpu::dtypeName(t), c.rows, c.n, c.k,
+                c.silu ? " silu" : "", c.norm ? " norm" : "", c.outFloat ? " f32 out" : "", launch.c_str(), nmse,
                 ok ? "ok" : "MISMATCH");
 }
 
@@ -356,6 +363,17 @@ int main(int argc, char** argv)
             {16, 7168, 1024, false, true},  {32, 7168, 1024},  {12, 6500, 1024, false, true},
         };
         for (const Case& c : tcCases) checkCase(c, t, gpu::SkinnyEngine::TensorCore);
+        // The warp-group engine (plain x and float32 out only): every padded width (16, 32, 64), columns
+        // past a 64 multiple, every split, several ring refills (K of 3584 in one CTA).
+        const Case wgCases[] = {
+            {1, 37, 64},    {9, 1000, 256},  {16, 64, 1024},  {17, 4101, 1024}, {33, 1024, 2048}, {64, 7168, 1024},
+            {64, 1027, 3584}, {40, 1027, 3584, false, false, false, 1}, {13, 3000, 1024, false, false, true},
+            {64, 120818 / 16, 1024, false, false, true}, {24, 1000, 2048, false, false, false, 2},
+            {24, 1000, 2048, false, false, false, 4}, {31, 999, 1024, false, false, false, 8},
+        };
+        for (const Case& c : wgCases) checkCase(c, t, gpu::SkinnyEngine::WarpGroup);
+        // Rings of 2 and 3 stages: several rounds a CTA, the last one partial.
+        for (int ring : {2, 3}) checkCase(Case{40, 1027, 3584, false, false, false, 1, ring}, t, gpu::SkinnyEngine::WarpGroup);
     }
 
     cudaStream_t stream;
@@ -365,13 +383,14 @@ int main(int argc, char** argv)
     cublasSetStream(blas, stream);
     const double bw = bench::copyBandwidth();
     std::printf("\n## projections, float16, us per call (20 calls in a CUDA graph, weights cold in L2)\n\n"
-                "copy bandwidth %.0f GB/s\n\n| projection | rows | weight floor | simt | tc auto | tc split 1 / 2 / 4 / 8 | cuBLAS | best ours vs cuBLAS |\n|---|---|---|---|---|---|---|---|\n",
+                "copy bandwidth %.0f GB/s\n\n| projection | rows | weight floor | simt | tc auto | tc split 1 / 2 / 4 / 8 | wg auto | wg split 1 / 2 / 4 / 8 | wg ring 4 / 2 | cuBLAS | best ours vs cuBLAS |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
                 bw / 1e9);
     const Projection projections[] = {{"qkv", 4096, 1024, false, false},
                                       {"qkv (add + RMSNorm prologue)", 4096, 1024, false, false, true},
                                       {"o", 1024, 2048, false, false},
                                       {"gate/up", 7168, 1024, false, false},
                                       {"down (silu-mul input)", 1024, 3584, true, false},
+                                      {"down (plain input)", 1024, 3584, false, false},
                                       {"lm head (float32 out)", 120818, 1024, false, true}};
     for (const Projection& pr : projections) {
         const size_t wBytes = size_t(pr.n) * pr.k * 2;
@@ -385,11 +404,12 @@ int main(int argc, char** argv)
         check(cudaMemset(res.ptr, 0x22, res.bytes), "memset");
         check(cudaMemset(nw.ptr, 0x3c, nw.bytes), "memset");  // 0x3c3c: about 1.06 in float16
         for (int rows : {1, 2, 4, 8, 16, 32, 64}) {
-            auto ours = [&](gpu::SkinnyEngine e, int split) {
+            auto ours = [&](gpu::SkinnyEngine e, int split, int ring = 0) {
                 gpu::SkinnyGemmParams p =
                     skinnyParams(gpu::DType::F16, e, split, rows, pr.n, pr.k, xWidth, pr.silu, pr.outFloat, out.ptr,
                                  x.ptr, nullptr, pr.norm ? nw.ptr : nullptr, pr.norm ? res.ptr : nullptr,
                                  pr.norm ? res2.ptr : nullptr);
+                p.ringStages = ring;
                 return graphMicros(stream, [&](int i) {
                     p.weight = ws[i % copies]->ptr;  // a cold copy each call
                     return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
@@ -399,6 +419,10 @@ int main(int argc, char** argv)
             const double tc = ours(gpu::SkinnyEngine::TensorCore, 0);
             double splits[4];
             for (int s = 0; s < 4; ++s) splits[s] = ours(gpu::SkinnyEngine::TensorCore, 1 << s);
+            const double wg = ours(gpu::SkinnyEngine::WarpGroup, 0);
+            double wgSplits[4];
+            for (int s = 0; s < 4; ++s) wgSplits[s] = ours(gpu::SkinnyEngine::WarpGroup, 1 << s);
+            const double wgRing4 = ours(gpu::SkinnyEngine::WarpGroup, 0, 4), wgRing2 = ours(gpu::SkinnyEngine::WarpGroup, 0, 2);
             // cuBLAS: out^T [n, rows] = W [n, k] x^T, as at::linear does it (the SiLU-mul input is a
             // separate pass there; here it is left out, which flatters cuBLAS).
             const double blasUs = graphMicros(stream, [&](int i) {
@@ -419,11 +443,15 @@ int main(int argc, char** argv)
             double best = std::isnan(simt) ? tc : std::min(simt, tc);
             for (double s : splits)
                 if (!std::isnan(s)) best = std::min(best, s);
+            if (!std::isnan(wg)) best = std::min(best, wg);
+            for (double s : {wgSplits[0], wgSplits[1], wgSplits[2], wgSplits[3], wgRing4, wgRing2})
+                if (!std::isnan(s)) best = std::min(best, s);
             auto f = [](double us) { return std::isnan(us) ? std::string("-") : std::to_string(us).substr(0, 5); };
-            std::printf("| %s | %d | %s | %s | %s | %s / %s / %s / %s | %s | %.2fx |\n", pr.name, rows,
-                        f(wBytes / bw * 1e6).c_str(), f(simt).c_str(), f(tc).c_str(), f(splits[0]).c_str(),
-                        f(splits[1]).c_str(), f(splits[2]).c_str(), f(splits[3]).c_str(), f(blasUs).c_str(),
-                        blasUs / best);
+            std::printf("| %s | %d | %s | %s | %s | %s / %s / %s / %s | %s | %s / %s / %s / %s | %s / %s | %s | %.2fx |\n",
+                        pr.name, rows, f(wBytes / bw * 1e6).c_str(), f(simt).c_str(), f(tc).c_str(),
+                        f(splits[0]).c_str(), f(splits[1]).c_str(), f(splits[2]).c_str(), f(splits[3]).c_str(),
+                        f(wg).c_str(), f(wgSplits[0]).c_str(), f(wgSplits[1]).c_str(), f(wgSplits[2]).c_str(),
+                        f(wgSplits[3]).c_str(), f(wgRing4).c_str(), f(wgRing2).c_str(), f(blasUs).c_str(), blasUs / best);
         }
     }
     cublasDestroy(blas);

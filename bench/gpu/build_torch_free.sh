@@ -18,9 +18,9 @@ mkdir -p "$OUT" "$OBJ"
 # bench -> the kernels and references it links besides its own source (the nvcc lines in its header)
 declare -A DEPS=(
   [bench_decode_attention]="gpu/kernels/paged_decode_attention.cu gpu/ref/paged_decode_attention_ref.cpp"
-  [bench_decode_step]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu"
+  [bench_decode_step]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu"
   [bench_prefill]="gpu/kernels/paged_prefill_attention.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/rms_norm.cu gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp"
-  [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
+  [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
 )
@@ -44,7 +44,7 @@ for b in "${BENCHES[@]}"; do
 done
 echo "compiling ${#TODO[@]} sources, two at a time"
 # wgmma kernels need the arch-specific target.
-archOf() { case "$1" in gpu/kernels/vision_attention.cu) echo -arch=sm_90a ;; *) echo -arch=sm_90 ;; esac; }
+archOf() { case "$1" in gpu/kernels/vision_attention.cu|gpu/kernels/skinny_gemm_wg.cu) echo -arch=sm_90a ;; *) echo -arch=sm_90 ;; esac; }
 compile() { "$NVCC" "${FLAGS[@]}" "$(archOf "$1")" -c "$1" -o "$(objOf "$1")"; }
 running=0
 for src in "${TODO[@]}"; do

@@ -18,8 +18,8 @@
 #     layers in one graph (bench_prefill);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
-#   - the decode projections at 1..64 rows: the skinny GEMM's SIMT and tensor-core engines against cuBLAS
-#     (bench_skinny_gemm, which checks both engines against the CPU reference first);
+#   - the decode projections at 1..64 rows: the skinny GEMM's SIMT, tensor-core and warp-group engines against cuBLAS
+#     (bench_skinny_gemm, which checks every engine against the CPU reference first);
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
 #     libtorch's SDPA, LECTOR_VISION_ATTENTION=sdpa, and 64 pages that way too), 64 and 256 pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
@@ -85,32 +85,37 @@ step "paged decode attention alone (table 3)"
 timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
 grep -E "^\|" "$W/attention.md" | head -20
 
-step "decode attention as the graphs launch it (batch 1 to 32, contexts 1076 and 1332)"
-for c in 1076 1332; do
-  timeout 60 "$B/gpu/bench_decode_attention" --context $c > "$W/decode_attention_$c.md" 2>&1; echo "decode attention $c exit $?"
-  grep -E "MISMATCH|all checks|graphs' choice" "$W/decode_attention_$c.md" | grep -v " ok " | head -8
-done
-# The graphs of 24 and 40 sequences (whole row partitions in one wave of CTAs, and both neighbours), and
-# of 2, 4 and 16 (the cluster merge, 64-key and row partitions, the neighbours).
-timeout 60 "$B/gpu/bench_decode_attention" --context 1076 --batches 2,4,16,24,40 > "$W/decode_attention_more.md" 2>&1
-echo "decode attention 2, 4, 16, 24, 40 exit $?"; grep -E "MISMATCH|all checks|^\| [0-9]+ \| .* %" "$W/decode_attention_more.md" | head -40
+# The benches that take the step and its kernels apart: after the engine's tables, so that a run near the
+# device's 600 s a call loses these rather than the targets (call 126: the full run reached 585 s before
+# the 64-page burst when they ran first).
+diagnostics() {
+  step "decode attention as the graphs launch it (batch 1 to 32, contexts 1076 and 1332)"
+  for c in 1076 1332; do
+    timeout 60 "$B/gpu/bench_decode_attention" --context $c > "$W/decode_attention_$c.md" 2>&1; echo "decode attention $c exit $?"
+    grep -E "MISMATCH|all checks|graphs' choice" "$W/decode_attention_$c.md" | grep -v " ok " | head -8
+  done
+  # The graphs of 24 and 40 sequences (whole row partitions in one wave of CTAs, and both neighbours), and
+  # of 2, 4 and 16 (the cluster merge, 64-key and row partitions, the neighbours).
+  timeout 60 "$B/gpu/bench_decode_attention" --context 1076 --batches 2,4,16,24,40 > "$W/decode_attention_more.md" 2>&1
+  echo "decode attention 2, 4, 16, 24, 40 exit $?"; grep -E "MISMATCH|all checks|^\| [0-9]+ \| .* %" "$W/decode_attention_more.md" | head -40
 
-step "the decode step of 1 to 64 sequences taken apart (each part left out in turn; cuBLAS against our tensor cores)"
-timeout 150 "$B/gpu/bench_decode_step" --batches 1,2,4,8,16,32,64 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
-grep -E "^## |^\| (as the|without attention|attention in|tensor cores)|NOT FINITE|failed" "$W/decode_step.md" | head -100
+  step "the decode step of 1 to 64 sequences taken apart (each part left out in turn; cuBLAS against our tensor cores)"
+  timeout 150 "$B/gpu/bench_decode_step" --batches 1,2,4,8,16,32,64 > "$W/decode_step.md" 2>&1; echo "decode step exit $?"
+  grep -E "^## |^\| (as the|without attention|attention in|tensor cores)|NOT FINITE|failed" "$W/decode_step.md" | head -100
 
-step "the prefill of a page taken apart (attention against the CPU reference, each op alone, the 24 layers)"
-timeout 180 "$B/gpu/bench_prefill" > "$W/prefill.md" 2>&1; echo "prefill exit $?"
-grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|63 decodes|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
+  step "the prefill of a page taken apart (attention against the CPU reference, each op alone, the 24 layers)"
+  timeout 180 "$B/gpu/bench_prefill" > "$W/prefill.md" 2>&1; echo "prefill exit $?"
+  grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|63 decodes|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
 
-step "the persistent decode step alone (check against the CPU reference, time, parts)"
-timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
-grep -E "FAILED|as shipped|LM head alone \(|no copies, no waits|stream alone|layer:" "$W/persistent.md" | head -12
+  step "the persistent decode step alone (check against the CPU reference, time, parts)"
+  timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
+  grep -E "FAILED|as shipped|LM head alone \(|no copies, no waits|stream alone|layer:" "$W/persistent.md" | head -12
 
-step "decode projections at 1..64 rows: skinny GEMM engines against cuBLAS"
-# NO_SKINNY=1 skips it (a run whose skinny GEMM kernels did not change; it takes ~40 s).
-[ -n "${NO_SKINNY:-}" ] || timeout 120 "$B/gpu/bench_skinny_gemm" > "$W/skinny.md" 2>&1; echo "skinny exit $?"
-grep -E "MISMATCH|all checks|^\| (o|lm head|down)" "$W/skinny.md" 2>/dev/null | head -24
+  step "decode projections at 1..64 rows: skinny GEMM engines against cuBLAS"
+  # NO_SKINNY=1 skips it (a run whose skinny GEMM kernels did not change; it takes ~40 s).
+  [ -n "${NO_SKINNY:-}" ] || timeout 120 "$B/gpu/bench_skinny_gemm" > "$W/skinny.md" 2>&1; echo "skinny exit $?"
+  grep -E "MISMATCH|all checks|^\| (o|lm head|down)" "$W/skinny.md" 2>/dev/null | head -24
+}
 
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"
@@ -174,7 +179,7 @@ for n in ("thr64", "thr256", "thr64_sdpa"):
     except Exception as e:
         print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
 PY
-[ -n "${QUICK:-}" ] && { step "done (QUICK: no tiny pool, no Poisson stream)"; exit 0; }
+[ -n "${QUICK:-}" ] && { diagnostics; step "done (QUICK: no tiny pool, no Poisson stream)"; exit 0; }
 step "a KV pool far too small: 16 pages with 8192 cache tokens (preemption by recompute on the GPU path)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 16 --kv-cache-tokens 8192 --json \
   > "$W/tinypool.json" 2>&1
@@ -183,4 +188,5 @@ python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
 timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
+diagnostics
 step "done"

@@ -40,6 +40,10 @@ constexpr int kGraphClusterPartitions = 16;
 // chooseChainRoutes() times the graph sizes from here to the tensor-core engine's 64 rows (below, the
 // SIMT engine's prologues inside win in the step as they do alone).
 constexpr int kChainMinRows = 3;
+// The LM head's row counts where tuneLayouts() times the warp-group engine (its float32 logits: 62 to 97
+// us at 1 to 64 rows on the H200 against the tensor-core engine's 65 to 175 and cuBLAS's 76 to 122; device
+// call 124).
+constexpr std::int64_t kLmHeadWarpGroupRows[] = {4, 8, 16, 32, 64};
 // A page's prompt (1058 image tokens and the instruction): the context the tuning times steps at.
 constexpr std::int64_t kTuningContext = 1076;
 
@@ -350,6 +354,12 @@ ModelRunner::Route ModelRunner::route(std::int64_t rows, int which) const
         const auto it = m_chainRoutes.lower_bound(static_cast<int>(std::min<std::int64_t>(rows, INT32_MAX)));
         if (it != m_chainRoutes.end()) return it->second[static_cast<size_t>(which)];
     }
+    if (which == kNumProjections && rows > m_skinnyRows[which])
+        for (size_t i = 0; i < std::size(kLmHeadWarpGroupRows); ++i)
+            if (rows <= kLmHeadWarpGroupRows[i]) {
+                if (m_lmHeadWarpGroup >> i & 1u) return Route::WarpGroupApart;
+                break;
+            }
     if (rows <= m_skinnyRows[which]) return Route::Simt;
     if (rows <= m_tensorCoreRows[which]) return m_options.tensorCoreApart ? Route::TensorCoreApart : Route::TensorCore;
     return Route::Library;
@@ -361,6 +371,7 @@ std::optional<gpu::SkinnyEngine> ModelRunner::skinnyEngine(std::int64_t rows, in
     case Route::Simt: return gpu::SkinnyEngine::Simt;
     case Route::TensorCore:
     case Route::TensorCoreApart: return gpu::SkinnyEngine::TensorCore;
+    case Route::WarpGroupApart: return gpu::SkinnyEngine::WarpGroup;
     case Route::Library: break;
     }
     return std::nullopt;
@@ -530,6 +541,7 @@ std::vector<std::string> ModelRunner::tuneLayouts()
         m_skinnyRows[p] = upTo;
         m_tensorCoreRows[p] = tcUpTo;
         m_tensorCoresAgree[p] = tcError <= 1e-2;
+        if (p == kNumProjections) chooseLmHeadWarpGroup(w0, useT ? &library : nullptr, upTo, tcUpTo, report);
         if (!useT) continue;
         if (p == kNumProjections) {
             m_lmHeadT = t0;
@@ -587,7 +599,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const int bs = m_kv.blockSize();
     const std::int64_t blocksPerSeq = (kTuningContext + bs - 1) / bs;
     const char* names[kNumProjections] = {"qkv", "o", "gate/up", "down"};
-    const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart"};
+    const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart", "warp groups apart"};
     m_chainRoutes.clear();
     const auto t0 = std::chrono::steady_clock::now();
     for (const int b : graphBatchSizes(std::min(m_options.maxGraphBatch, gpu::kSkinnyTcMaxRows))) {
@@ -612,7 +624,9 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
         }
         double bestUs = perProjectionUs;
         for (int p = 0; p < kNumProjections; ++p) {
-            for (const Route alt : {Route::Library, Route::TensorCoreApart}) {
+            // The warp-group engine (sm_90a) has no load-time check of its own: the step's logits below
+            // must match, and a card without it fails the launch (never taken).
+            for (const Route alt : {Route::Library, Route::TensorCoreApart, Route::WarpGroupApart}) {
                 const Route now = routes[static_cast<size_t>(p)];
                 // (o has no prologue: both tensor-core routes are one)
                 if (alt == now || (alt == Route::TensorCoreApart && (!m_tensorCoresAgree[p] || (p == kO && now == Route::TensorCore))))
@@ -645,6 +659,37 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     report.push_back("decode step routes: " + std::to_string(m_chainRoutes.size()) + " graph sizes timed in " +
                      std::to_string(ms) + " ms");
+}
+
+void ModelRunner::chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tensor* transposed, int skinnyUpTo,
+                                        int tensorCoresUpTo, std::vector<std::string>& report)
+{
+    // The logits as logits() makes them, float32, by each way it could take at these rows: the warp-group
+    // engine where it is at least 5 % faster than the faster of the others and matches the library.
+    const at::Device device = weight.device();
+    m_lmHeadWarpGroup = 0;
+    std::string line = "lm head, warp-group engine at";
+    for (size_t i = 0; i < std::size(kLmHeadWarpGroupRows); ++i) {
+        const std::int64_t rows = kLmHeadWarpGroupRows[i];
+        if (rows <= skinnyUpTo) continue;
+        const at::Tensor x = at::randn({rows, weight.size(1)}, weight.options());
+        const at::Tensor out = at::empty({rows, weight.size(0)}, weight.options().dtype(at::kFloat));
+        auto library = [&] { return (transposed ? at::mm(x, *transposed) : at::linear(x, weight)).to(at::kFloat); };
+        double wg = std::numeric_limits<double>::infinity(), other = gpu::graphMicros(device, [&] { (void)library(); });
+        try {
+            gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::WarpGroup);
+            const at::Tensor want = library();
+            if ((out - want).norm().item<double>() <= 1e-2 * std::max(want.norm().item<double>(), 1e-30))
+                wg = gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::WarpGroup); });
+        } catch (const std::exception&) {  // not this card: never
+        }
+        if (rows <= tensorCoresUpTo)
+            other = std::min(other, gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::TensorCore); }));
+        if (wg < 0.95 * other) m_lmHeadWarpGroup |= 1u << i;
+        line += " " + std::to_string(rows) + " rows " + std::to_string(static_cast<int>(wg + 0.5)) + " us vs " +
+                std::to_string(static_cast<int>(other + 0.5)) + (m_lmHeadWarpGroup >> i & 1u ? " (taken);" : ";");
+    }
+    report.push_back(line);
 }
 
 void ModelRunner::choosePersistent(std::vector<std::string>& report)

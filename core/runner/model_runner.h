@@ -147,9 +147,9 @@ private:
     at::Tensor logits(const at::Tensor& hidden) const;
     enum Projection { kQkv, kO, kGateUp, kDown, kNumProjections };
     // How a projection runs at a row count: the matmul library; the skinny GEMM's SIMT or tensor-core
-    // engine with the add + RMSNorm or SiLU-mul in front of it inside the kernel; or the tensor-core
-    // engine behind those as kernels of their own.
-    enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart };
+    // engine with the add + RMSNorm or SiLU-mul in front of it inside the kernel; or the tensor-core or
+    // warp-group engine behind those as kernels of their own.
+    enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart, WarpGroupApart };
     using Routes = std::array<Route, kNumProjections>;
     // The route of projection `which` (kNumProjections: the LM head) at `rows` rows: chooseChainRoutes'
     // choice for the smallest graph size it timed at or above `rows`, else the per-projection tuning.
@@ -171,6 +171,9 @@ private:
     at::Tensor runPersistent(const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
     void chooseChainRoutes(std::vector<std::string>& report);  // part of tuneLayouts()
+    // Part of tuneLayouts(): the row counts at which the LM head takes the warp-group engine.
+    void chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tensor* transposed, int skinnyUpTo,
+                               int tensorCoresUpTo, std::vector<std::string>& report);
     // A decode step of `batch` sequences at `context` tokens on the pool's first blocks (their contents
     // do not matter for timing), for the tuning's step timings.
     Metadata tuningStep(int batch, std::int64_t context) const;
@@ -195,6 +198,9 @@ private:
     int m_skinnyRows[kNumProjections + 1] = {};             // gpu::skinnyLinear up to this many rows (last: LM head)
     int m_tensorCoreRows[kNumProjections + 1] = {};         // its tensor-core engine above those, up to this many
     bool m_tensorCoresAgree[kNumProjections + 1] = {};      // tuning: the engine ran and matched the library
+    // The LM head's row counts (bit i: rows up to kLmHeadWarpGroupRows[i], above the one before) where the
+    // warp-group engine beat both the tensor-core engine and the library at tuning.
+    unsigned m_lmHeadWarpGroup = 0;
     // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up and
     // down for steps of more rows than the next smaller size, up to this one.
     std::map<int, Routes> m_chainRoutes;

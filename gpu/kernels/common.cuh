@@ -63,6 +63,17 @@ inline int currentDeviceAttribute(cudaDeviceAttr attr)
     return value;
 }
 
+// Multiprocessors of the device current at first use (132, an H100/H200's, where it cannot be read): what
+// the skinny GEMMs size their grids by.
+inline int skinnySmCount()
+{
+    static const int sms = [] {
+        const int count = currentDeviceAttribute(cudaDevAttrMultiProcessorCount);
+        return count > 0 ? count : 132;
+    }();
+    return sms;
+}
+
 // Whether launches use PDL: the current device at first use is sm_90 or newer and LECTOR_PDL is not "0".
 inline bool programmaticLaunchEnabled()
 {
@@ -233,6 +244,15 @@ __device__ __forceinline__ void mbarArriveExpectTx(uint64_t* bar, uint32_t bytes
 __device__ __forceinline__ void mbarArrive(uint64_t* bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smemAddr(bar)) : "memory");
+}
+
+// TMA: the box at (x, y) of `map` (a CUtensorMap: a __grid_constant__ kernel parameter) into shared memory
+// at dst, completing on bar's transaction count (sm_90).
+__device__ __forceinline__ void tmaLoad2d(void* dst, const void* map, int x, int y, uint64_t* bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(smemAddr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smemAddr(bar))
+                 : "memory");
 }
 
 // Waits until the phase of the given parity has completed: spinning on test_wait, or suspending in

@@ -295,6 +295,7 @@ cudaError_t launchThreads(const SkinnyGemmParams& p, cudaStream_t stream)
 cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream)
 {
     if (p.engine == SkinnyEngine::TensorCore) return launchSkinnyGemmTc(p, stream);
+    if (p.engine == SkinnyEngine::WarpGroup) return launchSkinnyGemmWg(p, stream);
     if (p.rows < 0 || p.rows > kSkinnyMaxRows || p.n < 0 || p.k < 0) return cudaErrorInvalidValue;
     if (p.rows == 0 || p.n == 0) return cudaSuccess;
     return dispatchDType(p.dtype, [&]<class T>() {

@@ -8,7 +8,9 @@
 // TensorCore (skinny_gemm_tc.cu, sm_90): mma.sync over the weight as the 16-row operand and the rows of x
 // as the 8-wide one, 2..64 rows in one pass over the weight; 16-bit dtypes, K a multiple of 32. On the
 // H200 it beats cuBLAS (about 5 us per projection whatever the rows) only for the LM head at 2-32 rows and
-// the o projection at 8-16 (bench/gpu/bench_skinny_gemm.cu, docs/perf.md).
+// the o projection at 8-16 (bench/gpu/bench_skinny_gemm.cu, docs/perf.md). WarpGroup (skinny_gemm_wg.cu,
+// sm_90a): wgmma from shared memory with the rows of x as N, 1..64 rows, plain x only (no prologues);
+// made for 16 to 64 rows, where the TensorCore engine's cost grows with every row.
 #pragma once
 
 #include "gpu/kernels/types.h"
@@ -18,20 +20,23 @@ namespace lector::gpu {
 constexpr int kSkinnyMaxRows = 8;     // Simt
 constexpr int kSkinnyTcMaxRows = 64;  // TensorCore
 
-enum class SkinnyEngine : int32_t { Simt, TensorCore };
+enum class SkinnyEngine : int32_t { Simt, TensorCore, WarpGroup };
 
 struct SkinnyGemmParams {
     DType dtype = DType::F16;
     SkinnyEngine engine = SkinnyEngine::Simt;
-    // TensorCore: CTAs (a thread-block cluster) that split K; 0 picks from the shape (skinny_gemm_tc.cu).
+    // TensorCore, WarpGroup: CTAs (a thread-block cluster) that split K; 0 picks from the shape.
     int splitK = 0;
+    // WarpGroup: stages of 64 k a CTA keeps in flight (its ring, 1..8); 0 picks (skinny_gemm_wg.cu: 4, or
+    // a longer slice whole). Fewer stages take less shared memory, so more CTAs fit beside each other.
+    int ringStages = 0;
     void* out = nullptr;           // [rows, n], outStride
     const void* x = nullptr;       // [rows, k], xStride ([rows, 2k] with siluMulInput)
     const void* weight = nullptr;  // [n, k], weightStride
     int64_t outStride = 0;         // elements
     int64_t xStride = 0;
     int64_t weightStride = 0;
-    int rows = 0;                  // 0 .. kSkinnyMaxRows (Simt), kSkinnyTcMaxRows (TensorCore)
+    int rows = 0;                  // 0 .. kSkinnyMaxRows (Simt), kSkinnyTcMaxRows (TensorCore, WarpGroup)
     int n = 0;
     int k = 0;
     // x holds [gate | up], each k wide, and the product uses silu(gate) * up rounded to the dtype (what
@@ -59,10 +64,12 @@ constexpr int64_t kSkinnyNormMaxSmemBytes = 48 * 1024;
 constexpr int skinnyMaxRows(SkinnyEngine e) { return e == SkinnyEngine::Simt ? kSkinnyMaxRows : kSkinnyTcMaxRows; }
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
-// Either engine, by p.engine. TensorCore returns cudaErrorNotSupported below sm_90, for float32, for K
+// Any engine, by p.engine. TensorCore returns cudaErrorNotSupported below sm_90, for float32, for K
 // not a multiple of 32 and for rows or strides not 16-byte aligned: callers time it before using it.
+// WarpGroup likewise off compute capability 9.0, for K not a multiple of 64 and for either prologue.
 cudaError_t launchSkinnyGemm(const SkinnyGemmParams& p, cudaStream_t stream);
 cudaError_t launchSkinnyGemmTc(const SkinnyGemmParams& p, cudaStream_t stream);  // skinny_gemm_tc.cu
+cudaError_t launchSkinnyGemmWg(const SkinnyGemmParams& p, cudaStream_t stream);  // skinny_gemm_wg.cu
 #endif
 
 }  // namespace lector::gpu

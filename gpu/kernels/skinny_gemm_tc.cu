@@ -297,15 +297,6 @@ __global__ void __launch_bounds__(kThreads, 3) skinnyTcKernel(SkinnyGemmParams p
 #endif
 }
 
-int numSms()
-{
-    static const int sms = [] {
-        const int count = currentDeviceAttribute(cudaDevAttrMultiProcessorCount);
-        return count > 0 ? count : 132;
-    }();
-    return sms;
-}
-
 bool deviceIsSm90()
 {
     static const bool ok = currentDeviceAttribute(cudaDevAttrComputeCapabilityMajor) >= 9;
@@ -321,7 +312,7 @@ int chooseSplit(const SkinnyGemmParams& p)
     const int64_t colBlocks = ceilDiv(p.n, kColsPerCta);
     int split = 1;
     while (split < kMaxSplit && p.k % (kKBlock * split * 2) == 0 &&
-           (2 * colBlocks * split < 3 * numSms() ||
+           (2 * colBlocks * split < 3 * skinnySmCount() ||
             layoutOf(p.rows, p.k, split, p.siluMulInput || p.normWeight).staged > kSmemBudget))
         split *= 2;
     return split;

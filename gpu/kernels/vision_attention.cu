@@ -29,13 +29,15 @@
 #include "gpu/kernels/vision_attention.cuh"
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/tensor_map.cuh"
+#include "gpu/kernels/wgmma.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-// The wgmma code exists only in the sm_90a pass (wgmma needs the arch-specific target); the CMake target
-// of this file builds only that, and the launcher runs it only on compute capability 9.0.
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The wgmma code exists only in the sm_90a pass (wgmma.cuh); the CMake target of this file builds only
+// that, and the launcher runs it only on compute capability 9.0.
+#ifdef LECTOR_HAVE_WGMMA
 #define LECTOR_VISION_WGMMA 1
 #else
 // The host pass sees constants that only the device-only body uses.
@@ -56,27 +58,10 @@ static_assert(kQkSteps * 16 >= kDim);
 
 // --- wgmma (sm_90a) ---
 
-// A shared-memory matrix descriptor without swizzle: start address, the byte distance between core
-// matrices along K (leading) and along M/N (stride).
-__device__ __forceinline__ uint64_t smemDescriptor(uint32_t addr, uint32_t leadingBytes, uint32_t strideBytes)
-{
-    return uint64_t((addr & 0x3FFFFu) >> 4) | uint64_t(leadingBytes >> 4) << 16 | uint64_t(strideBytes >> 4) << 32;
-}
+using wgmma::fenceAsyncProxy;
+using wgmma::pinRegisters;
+using wgmma::smemDescriptor;
 
-__device__ __forceinline__ void wgmmaFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmmaCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most N of the warp group's committed wgmma groups are in flight.
-template <int N>
-__device__ __forceinline__ void wgmmaWait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-
-// Keeps the compiler from moving reads or writes of accumulators across a wgmma wait: the asynchronous
-// products own those registers until the wait returns.
-template <int N>
-__device__ __forceinline__ void pinRegisters(float (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
 // And P's fragments: computed before the fence that starts their products (else ptxas serializes every
 // wgmma of the kernel, C7513).
 template <int M, int N>
@@ -88,42 +73,14 @@ __device__ __forceinline__ void pinRegisters(uint32_t (&r)[M][N])
         for (int j = 0; j < N; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
-// Makes this thread's generic-proxy shared-memory writes (cp.async, stores) visible to wgmma's reads.
-__device__ __forceinline__ void fenceAsyncProxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// The operand lists of the two wgmma shapes (one "+f" per accumulator register).
-#define LECTOR_WGMMA_D32_REGS "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define LECTOR_WGMMA_D32_OPERANDS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+// The operand lists of the vision kernel's own wgmma shapes (one "+f" per accumulator register).
 #define LECTOR_WGMMA_D36_REGS "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35"
 #define LECTOR_WGMMA_D36_OPERANDS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
 
 #define LECTOR_WGMMA_D64_REGS "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define LECTOR_WGMMA_D64_OPERANDS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// d (+)= A B for m64n64k16: A = the K-major shared-memory tile `descA`, B = the K-major shared-memory
-// tile `descB`. scaleD == 0 overwrites d.
-template <class T>
-__device__ __forceinline__ void wgmmaM64N64(float (&d)[32], uint64_t descA, uint64_t descB, int scaleD)
-{
-#ifdef LECTOR_VISION_WGMMA
-    if constexpr (std::is_same_v<T, __half>)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" LECTOR_WGMMA_D32_REGS "}, "
-                     "%32, %33, p, 1, 1, 0, 0;\n}\n"
-                     : LECTOR_WGMMA_D32_OPERANDS
-                     : "l"(descA), "l"(descB), "r"(scaleD));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" LECTOR_WGMMA_D32_REGS "}, "
-                     "%32, %33, p, 1, 1, 0, 0;\n}\n"
-                     : LECTOR_WGMMA_D32_OPERANDS
-                     : "l"(descA), "l"(descB), "r"(scaleD));
-#else
-    (void)d, (void)descA, (void)descB, (void)scaleD;
-#endif
-}
-
-// The same for m64n128k16 (a tile of 128 keys).
+// d (+)= A B for m64n128k16 (S for a tile of 128 keys), both K-major shared-memory tiles.
 template <class T>
 __device__ __forceinline__ void wgmmaM64N128(float (&d)[64], uint64_t descA, uint64_t descB, int scaleD)
 {
@@ -149,7 +106,7 @@ __device__ __forceinline__ void wgmmaM64N128(float (&d)[64], uint64_t descA, uin
 template <class T, int kKeys>
 __device__ __forceinline__ void wgmmaScores(float (&d)[kKeys / 2], uint64_t descA, uint64_t descB, int scaleD)
 {
-    if constexpr (kKeys == 64) wgmmaM64N64<T>(d, descA, descB, scaleD);
+    if constexpr (kKeys == 64) wgmma::mmaSS<T, 64>(d, descA, descB, scaleD);
     else wgmmaM64N128<T>(d, descA, descB, scaleD);
 }
 
@@ -200,14 +157,6 @@ struct Shape {
     static_assert(!kPingPong || kWarpGroups == 2, "ping-pong takes two warp groups");
     static_assert(kStages >= 2 && kSmemBytes <= 227 * 1024);
 };
-
-// TMA: the box at (x, y) of `map` into shared memory at dst, completing on bar's transaction count.
-__device__ __forceinline__ void tmaLoad2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(smemAddr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smemAddr(bar))
-                 : "memory");
-}
 
 __device__ __forceinline__ void namedBarrierSync(int id, int threads)
 {
@@ -365,7 +314,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
                 wgmmaScores<T, kTileKeys>(s[b], smemDescriptor(qBase + b * kQBlockBytes + st * 2 * kQRegion, kQRegion, kGroupBytes),
                                           smemDescriptor(kTile + st * 2 * kRegionBytes, kRegionBytes, kGroupBytes), st);
         }
-        wgmmaCommit();
+        wgmma::commit();
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b) pinRegisters(s[b]);
     };
@@ -392,13 +341,13 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
             pinRegisters(o[b]);
             pinRegisters(pf[b]);
         }
-        wgmmaFence();
+        wgmma::fence();
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b)
 #pragma unroll
             for (int t = 0; t < kSteps; ++t)
                 wgmmaM64N72<T>(o[b], pf[b][t], smemDescriptor(vTile + t * 2 * kGroupBytes, kGroupBytes, kRegionBytes));
-        wgmmaCommit();
+        wgmma::commit();
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b) {
             pinRegisters(o[b]);
@@ -430,23 +379,23 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
     mbarWait(qFull, 0, true);
     mbarWait(full, 0, true);
     myTurn();
-    wgmmaFence();
+    wgmma::fence();
     issueScores(0);
     yourTurn(false);
-    wgmmaWait<0>();
+    wgmma::wait<0>();
     softmax(0);
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) packProbabilities<T, kTileKeys>(s[b], pf[b]);
     for (int tile = 1; tile < numTiles; ++tile) {
         mbarWait(full + tile % kStages, (tile / kStages) & 1, true);
         myTurn();
-        wgmmaFence();
+        wgmma::fence();
         issueScores(tile);
         issueValues(tile - 1);
         yourTurn(false);
-        wgmmaWait<1>();  // S(tile); PV(tile - 1) may still run
+        wgmma::wait<1>();  // S(tile); PV(tile - 1) may still run
         softmax(tile);
-        wgmmaWait<0>();
+        wgmma::wait<0>();
 #pragma unroll
         for (int b = 0; b < kBlocks; ++b) pinRegisters(o[b]);
         release(tile - 1);
@@ -456,7 +405,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
     myTurn();
     issueValues(numTiles - 1);
     yourTurn(true);
-    wgmmaWait<0>();
+    wgmma::wait<0>();
     release(numTiles - 1);
 
     T* out = static_cast<T*>(p.out);
@@ -480,20 +429,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinCtas)
 #else
     (void)qMap, (void)kvMap, (void)p;
 #endif
-}
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncoder()
-{
-    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-        void* fn = nullptr;
-        cudaDriverEntryPointQueryResult status{};
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status) != cudaSuccess ||
-            status != cudaDriverEntryPointSuccess)
-            fn = nullptr;
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-    }();
-    return encode;
 }
 
 // A 2-D tensor map over the qkv rows ([numRows, 3 x heads x 72] elements, qkvRowStride apart) in boxes

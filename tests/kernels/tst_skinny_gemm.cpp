@@ -334,4 +334,45 @@ LECTOR_TEST(tensorCoreEngineVariantsMatchReference)
     }
 }
 
+// --- the warp-group engine (SkinnyEngine::WarpGroup, sm_90a) ---
+
+// Against the reference: 1..64 rows (each padded width of 16, 32 and 64, and partial ones), output counts
+// that are not multiples of its 64 columns, K from one stage of 64 to the decoder's 3584 (many refills of
+// its ring), strided rows of x, every split of K and float32 out (the rounded product, widened).
+LECTOR_TEST(warpGroupEngineMatchesReference)
+{
+    requireSm90();
+    constexpr auto wg = lector::gpu::SkinnyEngine::WarpGroup;
+    struct Shape { int n, k; };
+    const Shape shapes[] = {{37, 64}, {1000, 192}, {4101, 1024}, {1027, 3584}, {64, 2048}};
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        for (const Shape& s : shapes)
+            for (int rows : {1, 9, 16, 17, 33, 64})
+                expectEngineMatchesReference(wg, type, s.n, s.k, rows, 131 + s.n + s.k + rows, "wg ");
+        const at::Tensor x = stridedX(13, 1024, type, 141).cuda(), w = kt::randn({999, 1024}, 142, type).cuda();
+        const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
+        for (int split : {1, 2, 4, 8}) {
+            const at::Tensor out = at::full({13, 999}, NAN, x.options());
+            lector::gpu::SkinnyGemmParams p = paramsOf(out, x, w);
+            p.engine = wg;
+            p.splitK = split;
+            LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
+            LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            kt::expectClose("wg " + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
+        }
+        const at::Tensor rounded = at::empty({40, 3001}, x.options()), widened = at::full({40, 3001}, NAN, x.options().dtype(at::kFloat));
+        const at::Tensor x40 = kt::randn({40, 1024}, 143, type).cuda(), w3 = kt::randn({3001, 1024}, 144, type, 0.05).cuda();
+        lector::gpu::skinnyLinear(rounded, x40, w3, false, wg);
+        lector::gpu::skinnyLinear(widened, x40, w3, false, wg);
+        LECTOR_CHECK(at::equal(widened, rounded.to(at::kFloat)));
+    }
+    // Refused, with a named error: float32, K not a multiple of 64, and the SiLU-mul input.
+    const at::Tensor x32 = kt::randn({4, 64}, 145).cuda(), w32 = kt::randn({40, 64}, 146).cuda();
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(at::empty({4, 40}, x32.options()), x32, w32, false, wg); }));
+    const at::Tensor xh = kt::randn({4, 96}, 147, at::kHalf).cuda(), wh = kt::randn({40, 96}, 148, at::kHalf).cuda();
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(at::empty({4, 40}, xh.options()), xh, wh, false, wg); }));
+    const at::Tensor gu = kt::randn({4, 128}, 149, at::kHalf).cuda(), wd = kt::randn({40, 64}, 150, at::kHalf).cuda();
+    LECTOR_CHECK(throws([&] { lector::gpu::skinnyLinear(at::empty({4, 40}, gu.options()), gu, wd, true, wg); }));
+}
+
 #endif  // LECTOR_HAVE_CUDA
