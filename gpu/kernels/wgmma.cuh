@@ -1,9 +1,10 @@
-// Hopper's warp-group matrix products (wgmma) over shared-memory tiles without swizzle: the pieces the
-// sm_90a kernels share (the vision tower's attention, the skinny GEMM's warp-group engine).
+// Hopper's warp-group matrix products (wgmma) over shared-memory tiles: the pieces the sm_90a kernels
+// share (the vision tower's attention, the skinny GEMM's warp-group engine).
 //
-// A K-major operand tile is stored as 16-byte chunks of 8 k-elements: core matrix = 8 rows x 16 bytes,
-// 128 contiguous bytes. A descriptor names the tile's start, the byte distance between core matrices
-// along K ("leading") and along M/N ("stride").
+// Without swizzle (the vision attention), a K-major operand tile is stored as 16-byte chunks of 8
+// k-elements: core matrix = 8 rows x 16 bytes, 128 contiguous bytes. A descriptor names the tile's start,
+// the byte distance between core matrices along K ("leading") and along M/N ("stride"); a swizzled tile
+// also sets the layout bits (skinny_gemm_wg.cu, swizzledDescriptor).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,33 +57,27 @@ __device__ __forceinline__ void pinRegisters(float (&r)[N])
     "{\n.reg .pred p;\nsetp.ne.b32 p, %" S ", 0;\n"                                                   \
     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" A ", %" B ", p, 1, 1, 0, 0;\n}\n"
 
+// The product for one N in both 16-bit types: D names the operand list, A / B / S the operand numbers of
+// the two descriptors and scaleD after it.
+#define LECTOR_WGMMA_SS(N, D, A, B, S)                                                                       \
+    if constexpr (std::is_same_v<T, __half>)                                                                 \
+        asm volatile(LECTOR_WGMMA_SS_ASM(N, "f16", LECTOR_WGMMA_D##D##_REGS, A, B, S)                        \
+                     : LECTOR_WGMMA_D##D##_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));                  \
+    else                                                                                                     \
+        asm volatile(LECTOR_WGMMA_SS_ASM(N, "bf16", LECTOR_WGMMA_D##D##_REGS, A, B, S)                       \
+                     : LECTOR_WGMMA_D##D##_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
+
 template <class T, int N>
 __device__ __forceinline__ void mmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, int scaleD)
 {
     static_assert(N == 16 || N == 32 || N == 64);
 #ifdef LECTOR_HAVE_WGMMA
-    constexpr bool kHalf = std::is_same_v<T, __half>;
     if constexpr (N == 16) {
-        if constexpr (kHalf)
-            asm volatile(LECTOR_WGMMA_SS_ASM(16, "f16", LECTOR_WGMMA_D8_REGS, "8", "9", "10")
-                         : LECTOR_WGMMA_D8_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
-        else
-            asm volatile(LECTOR_WGMMA_SS_ASM(16, "bf16", LECTOR_WGMMA_D8_REGS, "8", "9", "10")
-                         : LECTOR_WGMMA_D8_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
+        LECTOR_WGMMA_SS(16, 8, "8", "9", "10")
     } else if constexpr (N == 32) {
-        if constexpr (kHalf)
-            asm volatile(LECTOR_WGMMA_SS_ASM(32, "f16", LECTOR_WGMMA_D16_REGS, "16", "17", "18")
-                         : LECTOR_WGMMA_D16_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
-        else
-            asm volatile(LECTOR_WGMMA_SS_ASM(32, "bf16", LECTOR_WGMMA_D16_REGS, "16", "17", "18")
-                         : LECTOR_WGMMA_D16_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
+        LECTOR_WGMMA_SS(32, 16, "16", "17", "18")
     } else {
-        if constexpr (kHalf)
-            asm volatile(LECTOR_WGMMA_SS_ASM(64, "f16", LECTOR_WGMMA_D32_REGS, "32", "33", "34")
-                         : LECTOR_WGMMA_D32_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
-        else
-            asm volatile(LECTOR_WGMMA_SS_ASM(64, "bf16", LECTOR_WGMMA_D32_REGS, "32", "33", "34")
-                         : LECTOR_WGMMA_D32_OPERANDS : "l"(descA), "l"(descB), "r"(scaleD));
+        LECTOR_WGMMA_SS(64, 32, "32", "33", "34")
     }
 #else
     (void)d, (void)descA, (void)descB, (void)scaleD;

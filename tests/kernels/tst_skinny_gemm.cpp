@@ -247,6 +247,24 @@ void requireSm90()
         LECTOR_SKIP("the tensor-core engine needs sm_90");
 }
 
+// 13 strided rows x [999, 1024] through every split of K the engine's launcher takes (through the Params:
+// gpu::ops picks the automatic one), against the reference. x from `seed`, the weight from seed + 1.
+void expectEverySplitMatchesReference(lector::gpu::SkinnyEngine engine, at::ScalarType type, uint64_t seed,
+                                      const std::string& label)
+{
+    const at::Tensor x = stridedX(13, 1024, type, seed).cuda(), w = kt::randn({999, 1024}, seed + 1, type).cuda();
+    const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
+    for (int split : {1, 2, 4, 8}) {
+        const at::Tensor out = at::full({13, 999}, NAN, x.options());
+        lector::gpu::SkinnyGemmParams p = paramsOf(out, x, w);
+        p.engine = engine;
+        p.splitK = split;
+        LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
+        LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        kt::expectClose(label + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
+    }
+}
+
 }  // namespace
 
 // The kernel against the reference: 2..64 rows (odd counts: partial 8-row tiles), output counts that are
@@ -263,18 +281,7 @@ LECTOR_TEST(tensorCoreEngineMatchesReference)
             for (int rows : {2, 7, 8, 9, 31, 64})
                 expectEngineMatchesReference(tc, type, s.n, s.k, rows, 81 + s.n + s.k + rows, "tc ");
         }
-        // Every split through the Params (gpu::ops picks the automatic one).
-        const at::Tensor x = stridedX(13, 1024, type, 91).cuda(), w = kt::randn({999, 1024}, 92, type).cuda();
-        const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
-        for (int split : {1, 2, 4, 8}) {
-            const at::Tensor out = at::full({13, 999}, NAN, x.options());
-            lector::gpu::SkinnyGemmParams p = paramsOf(out, x, w);
-            p.engine = tc;
-            p.splitK = split;
-            LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
-            LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
-            kt::expectClose("tc " + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
-        }
+        expectEverySplitMatchesReference(tc, type, 91, "tc ");
     }
     // Refused, with a named error: float32, and K that is not a multiple of 32.
     const at::Tensor x32 = kt::randn({4, 64}, 93).cuda(), w32 = kt::randn({40, 64}, 94).cuda();
@@ -349,22 +356,16 @@ LECTOR_TEST(warpGroupEngineMatchesReference)
         for (const Shape& s : shapes)
             for (int rows : {1, 9, 16, 17, 33, 64})
                 expectEngineMatchesReference(wg, type, s.n, s.k, rows, 131 + s.n + s.k + rows, "wg ");
-        const at::Tensor x = stridedX(13, 1024, type, 141).cuda(), w = kt::randn({999, 1024}, 142, type).cuda();
-        const at::Tensor ref = runReference(x.cpu().to(at::kFloat), w.cpu().to(at::kFloat));
-        for (int split : {1, 2, 4, 8}) {
-            const at::Tensor out = at::full({13, 999}, NAN, x.options());
-            lector::gpu::SkinnyGemmParams p = paramsOf(out, x, w);
-            p.engine = wg;
-            p.splitK = split;
-            LECTOR_CHECK_EQ(lector::gpu::launchSkinnyGemm(p, nullptr), cudaSuccess);
-            LECTOR_CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
-            kt::expectClose("wg " + kt::typeName(type) + " split " + std::to_string(split), out, ref, kt::nmseBound(type));
-        }
-        const at::Tensor rounded = at::empty({40, 3001}, x.options()), widened = at::full({40, 3001}, NAN, x.options().dtype(at::kFloat));
+        expectEverySplitMatchesReference(wg, type, 141, "wg ");
+        // float32 out: the rounded product widened, bit for bit, and against the reference.
         const at::Tensor x40 = kt::randn({40, 1024}, 143, type).cuda(), w3 = kt::randn({3001, 1024}, 144, type, 0.05).cuda();
+        const at::Tensor rounded = at::empty({40, 3001}, x40.options());
+        const at::Tensor widened = at::full({40, 3001}, NAN, x40.options().dtype(at::kFloat));
         lector::gpu::skinnyLinear(rounded, x40, w3, false, wg);
         lector::gpu::skinnyLinear(widened, x40, w3, false, wg);
         LECTOR_CHECK(at::equal(widened, rounded.to(at::kFloat)));
+        kt::expectClose("wg " + kt::typeName(type) + " float32 out", widened.cpu(),
+                        runReference(x40.cpu(), w3.cpu()).to(at::kFloat), kt::nmseBound(type));
     }
     // Refused, with a named error: float32, K not a multiple of 64, and the SiLU-mul input.
     const at::Tensor x32 = kt::randn({4, 64}, 145).cuda(), w32 = kt::randn({40, 64}, 146).cuda();
