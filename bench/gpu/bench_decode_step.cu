@@ -22,11 +22,18 @@
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
 //        gpu/kernels/rms_norm.cu \
 //        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu \
-//        -lcublas -o build-gpu/bench_decode_step
+//        -lcublas -lcuda -o build-gpu/bench_decode_step
 // (or the CMake target of the same name in CUDA builds). Correctness is the kernel tests' job; this one
 // only checks that the logits come out finite (exit code 1 otherwise, or when a variant fails to launch).
 //   bench_decode_step [--batches 1,2,8,32] [--context N] [--rounds N]   (1 to 64 sequences)
+//   bench_decode_step --partition 32,48,72 [--batches 32,64,256] [--context N]   (any number of sequences)
+// --partition asks whether the vision tower's compute-bound products could run beside decode steps on
+// SMs of their own: green contexts (CUDA 12.4+, the driver API) split the card into a part of about N SMs
+// for the decode step's graph (the runner's chain) and the rest for a stream of the tower's fc1 product
+// (cuBLAS, 8 pages: 32768 x 1152 -> 4304), and it times each alone on its part and both at once, against
+// the whole card (H200, perf.md calls 129-130: at best 8 to 16 % more work a unit of time, so no).
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -371,19 +378,213 @@ std::vector<Variant> variants(int rows)
     return v;
 }
 
+// --- --partition: the decode step and the tower's product on disjoint SMs (green contexts) ---
+
+void checkCu(CUresult r, const char* what)
+{
+    if (r == CUDA_SUCCESS) return;
+    const char* msg = nullptr;
+    cuGetErrorString(r, &msg);
+    std::fprintf(stderr, "bench_decode_step: %s: %s\n", what, msg ? msg : "?");
+    std::exit(1);
+}
+
+// A green context over `sms`, current while work is queued on its stream, with a cuBLAS handle and two
+// timing events of its own.
+struct Part {
+    CUgreenCtx green = nullptr;
+    CUcontext ctx = nullptr;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    unsigned smCount = 0;
+    explicit Part(CUdevResource sms, CUdevice dev)
+    {
+        smCount = sms.sm.smCount;
+        CUdevResourceDesc desc;
+        checkCu(cuDevResourceGenerateDesc(&desc, &sms, 1), "resource descriptor");
+        checkCu(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "green context");
+        checkCu(cuCtxFromGreenCtx(&ctx, green), "green context's CUcontext");
+        use();
+        CUstream s;
+        checkCu(cuGreenCtxStreamCreate(&s, green, CU_STREAM_NON_BLOCKING, 0), "green stream");
+        stream = s;
+        if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) {
+            std::fprintf(stderr, "bench_decode_step: cuBLAS did not start in a green context\n");
+            std::exit(1);
+        }
+        check(cudaEventCreate(&e0), "event");
+        check(cudaEventCreate(&e1), "event");
+    }
+    ~Part()
+    {
+        use();
+        cublasDestroy(blas);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        cuStreamDestroy(stream);
+        cuCtxSetCurrent(nullptr);  // every later call sets the context it needs
+        cuGreenCtxDestroy(green);
+    }
+    Part(const Part&) = delete;
+    Part& operator=(const Part&) = delete;
+    void use() const { checkCu(cuCtxSetCurrent(ctx), "set context"); }
+    float elapsedMs() const
+    {
+        use();
+        check(cudaEventSynchronize(e1), "part");
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        return ms;
+    }
+};
+
+// The tower's fc1 over 8 pages as at::linear runs it: out[32768, 4304] = x[32768, 1152] w[4304, 1152]^T.
+struct TowerProduct {
+    static constexpr int kRows = 32768, kIn = 1152, kOut = 4304;
+    std::unique_ptr<Buffer> x = halves(size_t(kRows) * kIn, 77, 1.0f), w = halves(size_t(kOut) * kIn, 78, 0.05f),
+                            out = std::make_unique<Buffer>(size_t(kRows) * kOut * 2);
+    static double flops() { return 2.0 * kRows * kIn * kOut; }
+    void run(cublasHandle_t blas) const
+    {
+        const float one = 1.0f, zero = 0.0f;
+        if (cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, kOut, kRows, kIn, &one, w->ptr, CUDA_R_16F, kIn, x->ptr,
+                         CUDA_R_16F, kIn, &zero, out->ptr, CUDA_R_16F, kOut, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS) {
+            std::fprintf(stderr, "bench_decode_step: cuBLAS product failed\n");
+            std::exit(1);
+        }
+    }
+};
+
+// The runner's chain for m captured on `stream` (in the context current now).
+cudaGraphExec_t captureStep(Model& m, cudaStream_t stream, int numSms)
+{
+    cudaGraph_t graph;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    const bool ok = step(m, Variant{"as the runner launches it"}, stream, numSms);
+    check(cudaStreamEndCapture(stream, &graph), "capture");
+    if (!ok) {
+        std::fprintf(stderr, "bench_decode_step: a launch failed in the captured step\n");
+        std::exit(1);
+    }
+    cudaGraphExec_t exec;
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    cudaGraphDestroy(graph);
+    return exec;
+}
+
+// Queues `count` decode steps (graph replays) or tower products on a part between its events.
+void queueSteps(const Part& p, cudaGraphExec_t exec, int count)
+{
+    p.use();
+    check(cudaEventRecord(p.e0, p.stream), "event");
+    for (int i = 0; i < count; ++i) check(cudaGraphLaunch(exec, p.stream), "replay");
+    check(cudaEventRecord(p.e1, p.stream), "event");
+}
+void queueProducts(const Part& p, const TowerProduct& t, int count)
+{
+    p.use();
+    check(cudaEventRecord(p.e0, p.stream), "event");
+    for (int i = 0; i < count; ++i) t.run(p.blas);
+    check(cudaEventRecord(p.e1, p.stream), "event");
+}
+
+int partitionProbe(const std::vector<int>& batches, const std::vector<int>& smCounts, int context, int numSms)
+{
+    checkCu(cuInit(0), "cuInit");
+    CUdevice dev;
+    checkCu(cuDeviceGet(&dev, 0), "device");
+    CUcontext primary;
+    checkCu(cuCtxGetCurrent(&primary), "primary context");
+    CUdevResource all;
+    checkCu(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "SM resource");
+    std::printf("# bench_decode_step --partition: context %d, float16; %u SMs, partitions of at least %u, aligned to %u\n\n",
+                context, all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment);
+    const TowerProduct tower;
+    // The whole card, for reference: the product's rate and each batch's step.
+    Part whole(all, dev);
+    queueProducts(whole, tower, 3);
+    queueProducts(whole, tower, 20);
+    const double wholeTflops = 20 * tower.flops() / (whole.elapsedMs() * 1e-3) / 1e12;
+    std::printf("tower product (fc1, 8 pages) on the whole card: %.0f TFLOP/s\n\n", wholeTflops);
+    std::printf("| sequences | decode SMs | product SMs | step alone, whole card us | step alone, its SMs us | step beside the product us | "
+                "product alone, its SMs TFLOP/s | product beside the steps TFLOP/s | both at once, work a unit of time |\n"
+                "|---|---|---|---|---|---|---|---|---|\n");
+    for (int rows : batches) {
+        checkCu(cuCtxSetCurrent(primary), "set context");
+        Model m = makeModel(rows, context);
+        whole.use();
+        m.blas = whole.blas;
+        const cudaGraphExec_t wholeExec = captureStep(m, whole.stream, numSms);
+        queueSteps(whole, wholeExec, 3);
+        queueSteps(whole, wholeExec, 20);
+        const double wholeStepUs = whole.elapsedMs() * 1000.0 / 20;
+        for (int want : smCounts) {
+            CUdevResource part, rest;
+            unsigned groups = 1;
+            if (cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, unsigned(want)) != CUDA_SUCCESS || groups < 1) {
+                std::printf("| %d | %d | cannot split | | | | | | |\n", rows, want);
+                continue;
+            }
+            Part decode(part, dev), vision(rest, dev);
+            decode.use();
+            m.blas = decode.blas;
+            const cudaGraphExec_t exec = captureStep(m, decode.stream, int(decode.smCount));  // attention's split for its SMs
+            queueSteps(decode, exec, 3);
+            queueSteps(decode, exec, 20);
+            const double stepUs = decode.elapsedMs() * 1000.0 / 20;
+            queueProducts(vision, tower, 3);
+            queueProducts(vision, tower, 20);
+            const double productMs = vision.elapsedMs() / 20;
+            // Both at once: 20 steps inside a longer run of products, then 20 products inside a longer run of steps.
+            const int longProducts = int(std::ceil(1.5 * 20 * stepUs / 1000.0 / productMs)) + 2;
+            queueProducts(vision, tower, longProducts);
+            queueSteps(decode, exec, 20);
+            const double besideUs = decode.elapsedMs() * 1000.0 / 20;
+            (void)vision.elapsedMs();
+            const int longSteps = int(std::ceil(1.5 * 20 * productMs * 1000.0 / stepUs)) + 2;
+            queueSteps(decode, exec, longSteps);
+            queueProducts(vision, tower, 20);
+            const double besideMs = vision.elapsedMs() / 20;
+            (void)decode.elapsedMs();
+            // The work both parts do in a unit of time, each as a fraction of its rate alone on the whole card:
+            // 1 is what running them one after the other gives; above 1, the overlap pays (at a mix of the
+            // two that keeps both parts busy).
+            const double besideTflops = tower.flops() / (besideMs * 1e-3) / 1e12;
+            const double work = wholeStepUs / besideUs + besideTflops / wholeTflops;
+            std::printf("| %d | %u | %u | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f |\n", rows, decode.smCount,
+                        vision.smCount, wholeStepUs, stepUs, besideUs, tower.flops() / (productMs * 1e-3) / 1e12,
+                        besideTflops, work);
+            std::fflush(stdout);
+            decode.use();
+            cudaGraphExecDestroy(exec);
+        }
+        whole.use();
+        cudaGraphExecDestroy(wholeExec);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
     std::vector<int> batches{1, 2};
     int context = 1076, rounds = 5;
+    std::vector<int> partition;  // --partition: decode SM counts to try
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) batches = bench::parseList(argv[++i]);
         else if (!std::strcmp(argv[i], "--context") && i + 1 < argc) context = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--partition") && i + 1 < argc) partition = bench::parseList(argv[++i]);
     }
     int numSms = 0;
     check(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+    if (!partition.empty()) {
+        check(cudaFree(nullptr), "context");  // the primary context, current, before the green ones
+        return partitionProbe(batches, partition, context, numSms);
+    }
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     cublasHandle_t blas;

@@ -24,7 +24,7 @@ declare -A DEPS=(
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
 )
-declare -A LIBS=([bench_decode_step]="-lcublas" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+declare -A LIBS=([bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention)
 

@@ -26,7 +26,13 @@
 #     tokens (every request must finish through preemption).
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
-# the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream.
+# the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
+# kernel tests, float16 parity and issue 4's engine tables (one request, 64 and 256 pages, tiny pool,
+# Poisson) and skips the rest: bfloat16, the per-projection routes, table 3, the SDPA / no-PDL /
+# persistent variants, the graph-sampler comparison and the diagnostic benches (a run of the engine's
+# figures well inside one call).
+# full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
+full_run() { [ -z "${TABLES_ONLY:-}" ]; }
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2;
   python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)';
@@ -72,18 +78,18 @@ step "fused runner: parity (float16, bfloat16) and the decode step alone"
 timeout 150 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1,2,4,8,16,24,32,64,128,256 > "$W/runner_fp16.md" 2>&1
 echo "fp16 exit $?"; grep -v "^$" "$W/runner_fp16.md" | grep -A100 "fused runner" 
-[ -n "${QUICK:-}" ] || timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
+[ -n "${QUICK:-}" ] || ! full_run || timeout 60 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --golden $G --device cuda \
   --dtype bfloat16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_bf16.md" 2>&1
-echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md"
+echo "bf16 exit $?"; grep -E "rel. L2|greedy" "$W/runner_bf16.md" 2>/dev/null
 
-step "the decode step again with the per-projection choices only (LECTOR_CHAIN_TUNING=0)"
-LECTOR_CHAIN_TUNING=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
+full_run && step "the decode step again with the per-projection choices only (LECTOR_CHAIN_TUNING=0)"
+full_run && LECTOR_CHAIN_TUNING=0 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm --device cuda \
   --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 4,8,16,24,32,64 > "$W/runner_nochain.md" 2>&1
-echo "no chain tuning exit $?"; grep -E "^\| batch|decode step (of|routes)" "$W/runner_nochain.md" "$W/runner_fp16.md" | head -40
+echo "no chain tuning exit $?"; grep -E "^\| batch|decode step (of|routes)" "$W/runner_nochain.md" "$W/runner_fp16.md" 2>/dev/null | head -40
 
-step "paged decode attention alone (table 3)"
-timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
-grep -E "^\|" "$W/attention.md" | head -20
+full_run && step "paged decode attention alone (table 3)"
+full_run && timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
+grep -E "^\|" "$W/attention.md" 2>/dev/null | head -20
 
 # The benches that take the step and its kernels apart: after the engine's tables, so that a run near the
 # device's 600 s a call loses these rather than the targets (call 126: the full run reached 585 s before
@@ -121,21 +127,21 @@ H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
-LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
+full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(vision|total)" | sed 's/^/vision attention by SDPA: /' | tee -a "$W/latency.txt"
-[ -n "${QUICK:-}" ] || LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
+[ -n "${QUICK:-}" ] || ! full_run || LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
   | sed 's/^/without PDL: /' | tee -a "$W/latency.txt"
-for mode in on off; do
+full_run && for mode in on off; do
   LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p000.ppm $H --persistent-decode $mode --warmup 1 --repeat 5 --no-throughput 2>&1 \
     | grep -E "^(decode|per_token|total)|persistent|kernel chain" | sed "s/^/--persistent-decode $mode: /" | tee -a "$W/latency.txt"
 done
-step "tokens drawn inside the decode graphs equal those drawn after them (LECTOR_GRAPH_SAMPLER=0)"
+full_run && step "tokens drawn inside the decode graphs equal those drawn after them (LECTOR_GRAPH_SAMPLER=0)"
 # Greedy with the default penalty over one page (batch 1 both ways: the same kernels, so the same text)
 # and over 3 pages at once (batches of 1, 2 and 3 sequences, the last in the 4-row graph with one padding
 # row); top-k sampling at temperature 0.8 over one page (the same split of the draw over CTAs both
 # ways, so the same draws). Each pair of runs must print the same results.
 P3="/tmp/pages/p000.ppm /tmp/pages/p001.ppm /tmp/pages/p002.ppm"
-for mode in greedy greedy3 sampled; do
+full_run && for mode in greedy greedy3 sampled; do
   pages=/tmp/pages/p000.ppm; extra=""
   [ $mode = greedy3 ] && pages=$P3
   [ $mode = sampled ] && extra="--temperature 0.8 --top-k 20"
@@ -169,10 +175,12 @@ done | tee "$W/graph_sampler.txt"
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
-LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64_sdpa.json" 2>&1
+full_run && LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64_sdpa.json" 2>&1
 python3 - "$W" <<'PY'
-import json, sys
+import json, os, sys
 for n in ("thr64", "thr256", "thr64_sdpa"):
+    if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
+        continue
     try:
         j = json.load(open("%s/%s.json" % (sys.argv[1], n)))
         print(n, {k: v for k, v in j.items() if k not in ("stages_ms",)})
@@ -188,5 +196,5 @@ python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
 timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
-diagnostics
+full_run && diagnostics
 step "done"
