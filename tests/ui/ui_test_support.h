@@ -35,6 +35,10 @@ inline QString sharedDir()
 
 inline QString ppocrFixture(const QString& name) { return QDir(sharedDir()).filePath(QStringLiteral("fixtures/ppocr/") + name); }
 
+// Whether ../shared (or $LECTOR_SHARED_DIR) is there: a test that reads its fixtures is skipped without it,
+// as the core tests are (tests/support/lector_test_main.cpp), not failed.
+inline bool sharedAvailable() { return QFileInfo::exists(QDir(sharedDir()).filePath(QStringLiteral("fixtures/ppocr"))); }
+
 inline bool realEngineAvailable()
 {
     return QFileInfo::exists(QDir(sourceDir()).filePath(QStringLiteral("models/ppocr-v4/ch_PP-OCRv4_det_infer.onnx"))) ||
