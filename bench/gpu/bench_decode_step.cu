@@ -31,7 +31,7 @@
 // SMs of their own: green contexts (CUDA 12.4+, the driver API) split the card into a part of about N SMs
 // for the decode step's graph (the runner's chain) and the rest for a stream of the tower's fc1 product
 // (cuBLAS, 8 pages: 32768 x 1152 -> 4304), and it times each alone on its part and both at once, against
-// the whole card (H200, perf.md calls 129-130: at best 8 to 16 % more work a unit of time, so no).
+// the whole card (H200, perf.md calls 129-131: at best 8 to 16 % more work a unit of time, so no).
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -206,15 +207,19 @@ bool prologueInside(const Variant& v, Which w, Engine e)
 
 // p through the engine; the library as at::linear calls it (float32 out for the LM head's logits, where
 // the runner converts float16 logits in a pass of its own).
+// out = x weight^T through cuBLAS on blas's stream, as at::linear calls it.
+bool libraryLinear(cublasHandle_t blas, const gpu::SkinnyGemmParams& p)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.rows, p.k, &one, p.weight, CUDA_R_16F,
+                        int(p.weightStride), p.x, CUDA_R_16F, int(p.xStride), &zero, p.out,
+                        p.outFloat ? CUDA_R_32F : CUDA_R_16F, int(p.outStride), CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+}
+
 bool gemm(const Model& m, Engine e, gpu::SkinnyGemmParams p, cudaStream_t stream)
 {
-    if (e == Engine::Library) {
-        const float one = 1.0f, zero = 0.0f;
-        return cublasGemmEx(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.rows, p.k, &one, p.weight, CUDA_R_16F,
-                            int(p.weightStride), p.x, CUDA_R_16F, int(p.xStride), &zero, p.out,
-                            p.outFloat ? CUDA_R_32F : CUDA_R_16F, int(p.outStride), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
-    }
+    if (e == Engine::Library) return libraryLinear(m.blas, p);
     p.engine = e == Engine::Simt ? gpu::SkinnyEngine::Simt
                : e == Engine::WarpGroup ? gpu::SkinnyEngine::WarpGroup
                                         : gpu::SkinnyEngine::TensorCore;
@@ -447,10 +452,14 @@ struct TowerProduct {
     static double flops() { return 2.0 * kRows * kIn * kOut; }
     void run(cublasHandle_t blas) const
     {
-        const float one = 1.0f, zero = 0.0f;
-        if (cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, kOut, kRows, kIn, &one, w->ptr, CUDA_R_16F, kIn, x->ptr,
-                         CUDA_R_16F, kIn, &zero, out->ptr, CUDA_R_16F, kOut, CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS) {
+        gpu::SkinnyGemmParams p;
+        p.out = out->ptr;
+        p.x = x->ptr;
+        p.weight = w->ptr;
+        p.rows = kRows;
+        p.n = p.outStride = kOut;
+        p.k = p.xStride = p.weightStride = kIn;
+        if (!libraryLinear(blas, p)) {
             std::fprintf(stderr, "bench_decode_step: cuBLAS product failed\n");
             std::exit(1);
         }
@@ -474,20 +483,28 @@ cudaGraphExec_t captureStep(Model& m, cudaStream_t stream, int numSms)
     return exec;
 }
 
-// Queues `count` decode steps (graph replays) or tower products on a part between its events.
-void queueSteps(const Part& p, cudaGraphExec_t exec, int count)
+// Queues `count` calls of `one` (a decode step's graph replay, or a tower product) on a part between its
+// events; timedAlone() runs 3 calls to warm up, then 20, and returns milliseconds a call.
+void queueTimed(const Part& p, int count, const std::function<void()>& one)
 {
     p.use();
     check(cudaEventRecord(p.e0, p.stream), "event");
-    for (int i = 0; i < count; ++i) check(cudaGraphLaunch(exec, p.stream), "replay");
+    for (int i = 0; i < count; ++i) one();
     check(cudaEventRecord(p.e1, p.stream), "event");
 }
-void queueProducts(const Part& p, const TowerProduct& t, int count)
+double timedAlone(const Part& p, const std::function<void()>& one)
 {
-    p.use();
-    check(cudaEventRecord(p.e0, p.stream), "event");
-    for (int i = 0; i < count; ++i) t.run(p.blas);
-    check(cudaEventRecord(p.e1, p.stream), "event");
+    queueTimed(p, 3, one);
+    queueTimed(p, 20, one);
+    return p.elapsedMs() / 20;
+}
+std::function<void()> replayOn(const Part& p, cudaGraphExec_t exec)
+{
+    return [&p, exec] { check(cudaGraphLaunch(exec, p.stream), "replay"); };
+}
+std::function<void()> productOn(const Part& p, const TowerProduct& t)
+{
+    return [&p, &t] { t.run(p.blas); };
 }
 
 int partitionProbe(const std::vector<int>& batches, const std::vector<int>& smCounts, int context, int numSms)
@@ -504,9 +521,7 @@ int partitionProbe(const std::vector<int>& batches, const std::vector<int>& smCo
     const TowerProduct tower;
     // The whole card, for reference: the product's rate and each batch's step.
     Part whole(all, dev);
-    queueProducts(whole, tower, 3);
-    queueProducts(whole, tower, 20);
-    const double wholeTflops = 20 * tower.flops() / (whole.elapsedMs() * 1e-3) / 1e12;
+    const double wholeTflops = tower.flops() / (timedAlone(whole, productOn(whole, tower)) * 1e-3) / 1e12;
     std::printf("tower product (fc1, 8 pages) on the whole card: %.0f TFLOP/s\n\n", wholeTflops);
     std::printf("| sequences | decode SMs | product SMs | step alone, whole card us | step alone, its SMs us | step beside the product us | "
                 "product alone, its SMs TFLOP/s | product beside the steps TFLOP/s | both at once, work a unit of time |\n"
@@ -517,9 +532,7 @@ int partitionProbe(const std::vector<int>& batches, const std::vector<int>& smCo
         whole.use();
         m.blas = whole.blas;
         const cudaGraphExec_t wholeExec = captureStep(m, whole.stream, numSms);
-        queueSteps(whole, wholeExec, 3);
-        queueSteps(whole, wholeExec, 20);
-        const double wholeStepUs = whole.elapsedMs() * 1000.0 / 20;
+        const double wholeStepUs = timedAlone(whole, replayOn(whole, wholeExec)) * 1000.0;
         for (int want : smCounts) {
             CUdevResource part, rest;
             unsigned groups = 1;
@@ -531,21 +544,16 @@ int partitionProbe(const std::vector<int>& batches, const std::vector<int>& smCo
             decode.use();
             m.blas = decode.blas;
             const cudaGraphExec_t exec = captureStep(m, decode.stream, int(decode.smCount));  // attention's split for its SMs
-            queueSteps(decode, exec, 3);
-            queueSteps(decode, exec, 20);
-            const double stepUs = decode.elapsedMs() * 1000.0 / 20;
-            queueProducts(vision, tower, 3);
-            queueProducts(vision, tower, 20);
-            const double productMs = vision.elapsedMs() / 20;
+            const auto replay = replayOn(decode, exec), product = productOn(vision, tower);
+            const double stepUs = timedAlone(decode, replay) * 1000.0;
+            const double productMs = timedAlone(vision, product);
             // Both at once: 20 steps inside a longer run of products, then 20 products inside a longer run of steps.
-            const int longProducts = int(std::ceil(1.5 * 20 * stepUs / 1000.0 / productMs)) + 2;
-            queueProducts(vision, tower, longProducts);
-            queueSteps(decode, exec, 20);
+            queueTimed(vision, int(std::ceil(1.5 * 20 * stepUs / 1000.0 / productMs)) + 2, product);
+            queueTimed(decode, 20, replay);
             const double besideUs = decode.elapsedMs() * 1000.0 / 20;
             (void)vision.elapsedMs();
-            const int longSteps = int(std::ceil(1.5 * 20 * productMs * 1000.0 / stepUs)) + 2;
-            queueSteps(decode, exec, longSteps);
-            queueProducts(vision, tower, 20);
+            queueTimed(decode, int(std::ceil(1.5 * 20 * productMs * 1000.0 / stepUs)) + 2, replay);
+            queueTimed(vision, 20, product);
             const double besideMs = vision.elapsedMs() / 20;
             (void)decode.elapsedMs();
             // The work both parts do in a unit of time, each as a fraction of its rate alone on the whole card:

@@ -310,7 +310,7 @@ void TestBatchJob::dialogDrivesAJob()
 void TestBatchJob::realEngineBatch()
 {
     if (!test::realEngineAvailable()) QSKIP("PP-OCR models not fetched");
-    if (!test::sharedAvailable()) QSKIP("shared/ fixtures not found beside the checkout (or $LECTOR_SHARED_DIR)");
+    LECTOR_SKIP_WITHOUT_SHARED();
     QTemporaryDir src, out;
     QDir(src.path()).mkpath(QStringLiteral("a"));
     QVERIFY(QFile::copy(test::ppocrFixture(QStringLiteral("doc_en.png")), QDir(src.path()).filePath(QStringLiteral("doc.png"))));

@@ -64,7 +64,7 @@ private:
 void TestMainWindow::initTestCase()
 {
     if (!test::realEngineAvailable()) QSKIP("PP-OCR models not fetched (models/ppocr-v4)");
-    if (!test::sharedAvailable()) QSKIP("shared/ fixtures not found beside the checkout (or $LECTOR_SHARED_DIR)");
+    LECTOR_SKIP_WITHOUT_SHARED();
     m_app = std::make_unique<test::AppHarness>();
     m_app->window->resize(1200, 800);
     m_app->window->show();

@@ -104,7 +104,7 @@ private Q_SLOTS:
 
 void TestResponsiveness::fiftyImagesScriptedBackend()
 {
-    if (!test::sharedAvailable()) QSKIP("shared/ fixtures not found beside the checkout (or $LECTOR_SHARED_DIR)");
+    LECTOR_SKIP_WITHOUT_SHARED();
     QTemporaryDir dir;
     const QString folder = makeImages(dir, 50);
     test::AppHarness app(15);
@@ -122,7 +122,7 @@ void TestResponsiveness::fiftyImagesScriptedBackend()
 void TestResponsiveness::fiftyImagesRealEngine()
 {
     if (!test::realEngineAvailable()) QSKIP("PP-OCR models not fetched");
-    if (!test::sharedAvailable()) QSKIP("shared/ fixtures not found beside the checkout (or $LECTOR_SHARED_DIR)");
+    LECTOR_SKIP_WITHOUT_SHARED();
     QTemporaryDir dir;
     const QString folder = makeImages(dir, 50);
     test::AppHarness app;

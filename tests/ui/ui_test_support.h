@@ -38,6 +38,12 @@ inline QString ppocrFixture(const QString& name) { return QDir(sharedDir()).file
 // Whether ../shared (or $LECTOR_SHARED_DIR) is there: a test that reads its fixtures is skipped without it,
 // as the core tests are (tests/support/lector_test_main.cpp), not failed.
 inline bool sharedAvailable() { return QFileInfo::exists(QDir(sharedDir()).filePath(QStringLiteral("fixtures/ppocr"))); }
+// The skip itself, first thing in such a test function (QSKIP returns from the function it stands in).
+#define LECTOR_SKIP_WITHOUT_SHARED()                                                        \
+    do {                                                                                    \
+        if (!lector::test::sharedAvailable())                                               \
+            QSKIP("shared/ fixtures not found beside the checkout (or $LECTOR_SHARED_DIR)"); \
+    } while (0)
 
 inline bool realEngineAvailable()
 {
