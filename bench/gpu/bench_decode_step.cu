@@ -16,7 +16,8 @@
 //
 // The other variants: the other splits of one sequence's attention, the final norm inside the LM head,
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
-// miss what PDL does not hide). The sampler is not in it: this is the runner's "chain" figure. Without
+// miss what PDL does not hide); from three sequences also the norm and SiLU-mul kernels, which bounds
+// what fusing them into the products could save (perf.md, call 133). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
@@ -88,6 +89,9 @@ struct Variant {
     unsigned tcApart = 0;  // with Runner: these projections (bits of Which) on the tensor cores, apart
     unsigned wgApart = 0;  // with Runner: these projections on the warp-group engine, apart
     bool rope = true, attention = true, oProj = true, mlp = true, lmHead = true;
+    // The add + RMSNorm kernels in front of qkv and gate/up, and the SiLU-mul kernel in front of down,
+    // where they run apart (left out: what fusing them into the products could save at most).
+    bool normKernels = true, siluMulKernel = true;
     bool lmHeadNorm = false;  // the final add + RMSNorm as the LM head's prologue instead of its own kernel
     // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
     // with -1, 64-key partitions merged by the ticket.
@@ -245,7 +249,7 @@ bool normedProjection(Model& m, const Variant& v, Which w, void* out, const Buff
     }
     gpu::SkinnyGemmParams p = projection(m, out, *m.h, kHidden, weight, n, kHidden);
     p.outFloat = w == kLmHead;
-    return addRmsNorm(m, normWeight, stream) == cudaSuccess && gemm(m, e, p, stream);
+    return (!v.normKernels || addRmsNorm(m, normWeight, stream) == cudaSuccess) && gemm(m, e, p, stream);
 }
 
 // QK-norm/XD-RoPE of the layer's q and k in the qkv output (every row at its context's last position on
@@ -325,7 +329,7 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
                 d.siluMulInput = true;
                 ok = ok && gemm(m, e, d, stream);
             } else {
-                run(gpu::launchSiluAndMul(siluMulParams(m.act->ptr, m.gateUp->ptr, rows), stream));
+                if (v.siluMulKernel) run(gpu::launchSiluAndMul(siluMulParams(m.act->ptr, m.gateUp->ptr, rows), stream));
                 ok = ok && gemm(m, e, projection(m, m.pending->ptr, *m.act, kInter, *w.down, kHidden, kInter), stream);
             }
         }
@@ -380,6 +384,16 @@ std::vector<Variant> variants(int rows)
     add("without the MLP", [](Variant& x) { x.mlp = false; });
     add("without the LM head", [](Variant& x) { x.lmHead = false; });
     add("projections only (no rope, attention)", [](Variant& x) { x.rope = x.attention = false; });
+    if (rows > 2) {
+        add("without the norm kernels (qkv, gate/up)", [](Variant& x) { x.normKernels = false; });
+        add("without the SiLU-mul kernel", [](Variant& x) { x.siluMulKernel = false; });
+        add("without the norm and SiLU-mul kernels", [](Variant& x) { x.normKernels = x.siluMulKernel = false; });
+        if (rows >= 8)
+            add("o, down, LM head on warp groups, without norm and SiLU-mul kernels", [](Variant& x) {
+                x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
+                x.normKernels = x.siluMulKernel = false;
+            });
+    }
     return v;
 }
 
