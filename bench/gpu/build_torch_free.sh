@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
-# bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_sync_latency) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_sync_latency,
+# bench_persistent_skeleton) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (carry ["build-gpu"], about 50 MB) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all seven)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eight)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -24,10 +25,11 @@ declare -A DEPS=(
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
   [bench_sync_latency]=""
+  [bench_persistent_skeleton]=""
 )
 declare -A LIBS=([bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
-[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency)
+[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency bench_persistent_skeleton)
 
 objOf() { echo "$OBJ/$(echo "$1" | tr '/' '_').o"; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
