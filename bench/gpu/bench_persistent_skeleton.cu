@@ -46,6 +46,12 @@ using bench::check;
 #define LECTOR_SKELETON_THREADS 256
 #endif
 constexpr int kThreads = LECTOR_SKELETON_THREADS;
+// CTAs a multiprocessor for the register variants (-DLECTOR_SKELETON_CTAS_PER_SM=2: one CTA's serial part
+// of a stage beside the other's loads).
+#ifndef LECTOR_SKELETON_CTAS_PER_SM
+#define LECTOR_SKELETON_CTAS_PER_SM 1
+#endif
+constexpr int kCtasPerSm = LECTOR_SKELETON_CTAS_PER_SM;
 constexpr int kLayers = 24;
 constexpr int kStages = 5;  // qkv, attention, o, gate/up, down
 constexpr int kMaxInput = 4096;
@@ -62,7 +68,7 @@ __host__ __device__ constexpr int outputLen(int s) { return s == 0 ? 4096 : s ==
 // 16-byte vectors a thread holds of a stage on 132 multiprocessors.
 constexpr int vecsPerThread(int s)
 {
-    const long long perCta = (stageBytes(s) / 16 + 131) / 132;
+    const long long perCta = (stageBytes(s) / 16 + 132 * kCtasPerSm - 1) / (132 * kCtasPerSm);
     return int((perCta + kThreads - 1) / kThreads);
 }
 constexpr int kVec0 = vecsPerThread(0), kVec1 = vecsPerThread(1), kVec2 = vecsPerThread(2), kVec3 = vecsPerThread(3),
@@ -170,7 +176,7 @@ __device__ void computeStage(const Regs<N>& r, const float* x, const Params& p, 
 }
 
 template <int kMode>
-__global__ void __launch_bounds__(kThreads, 1) skeletonKernel(Params p)
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) skeletonKernel(Params p)
 {
     __shared__ __align__(16) float x[kMaxInput];
     // Without waits the stream runs one stage ahead; without weights the products run on zeros.
@@ -359,21 +365,22 @@ int main()
     p.sink = static_cast<float*>(sink.ptr);
     const double bandwidth = bench::copyBandwidth();
     const double floorUs = 1e6 * double(layerBytes) * kLayers / bandwidth;
-    std::printf("# bench_persistent_skeleton: 24 layers of 5 stages, %.1f MB a layer, %d CTAs of %d threads\n",
-                layerBytes / 1e6, sms, kThreads);
+    std::printf("# bench_persistent_skeleton: 24 layers of 5 stages, %.1f MB a layer, %d CTAs of %d threads (the ring: %d of %d)\n",
+                layerBytes / 1e6, sms * kCtasPerSm, kThreads, sms, kRingThreads);
     std::printf("copy bandwidth %.0f GB/s: the layers' bytes take %.1f us (%.2f a layer)\n", bandwidth / 1e9, floorUs,
                 floorUs / kLayers);
     std::printf("| weights in registers | us for 24 layers, median of 9 | a layer | of copy bandwidth |\n|---|---|---|---|\n");
     cudaEvent_t a, b;
     check(cudaEventCreate(&a), "event");
     check(cudaEventCreate(&b), "event");
-    auto run = [&](auto kernel, const char* name, int threads = kThreads, int smemBytes = 0) {
+    auto run = [&](auto kernel, const char* name, int threads = kThreads, int smemBytes = 0, int ctas = 0) {
+        if (ctas == 0) ctas = sms * kCtasPerSm;
         std::vector<double> us;
         for (int r = 0; r < 10; ++r) {
             check(cudaMemsetAsync(counters.ptr, 0, counters.bytes), "memset");
             check(cudaEventRecord(a), "record");
             void* args[] = {&p};
-            check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(sms), dim3(threads), args, smemBytes, nullptr),
+            check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(ctas), dim3(threads), args, smemBytes, nullptr),
                   name);
             check(cudaEventRecord(b), "record");
             check(cudaEventSynchronize(b), name);
@@ -396,8 +403,8 @@ int main()
     for (auto* kernel : {ringKernel<false>, ringKernel<true>})
         check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingSmem), "shared memory");
     run(ringKernel<false>, "a producer warp's ring of 12 x 16 KB in shared memory, no waits (the stream alone)",
-        kRingThreads, kRingSmem);
-    run(ringKernel<true>, "a producer warp's ring of 12 x 16 KB in shared memory", kRingThreads, kRingSmem);
+        kRingThreads, kRingSmem, sms);
+    run(ringKernel<true>, "a producer warp's ring of 12 x 16 KB in shared memory", kRingThreads, kRingSmem, sms);
     cudaFuncAttributes attr{};
     check(cudaFuncGetAttributes(&attr, skeletonKernel<kStageAhead>), "attributes");
     std::printf("one stage ahead: %d registers, %zu bytes of local memory a thread\n", attr.numRegs, attr.localSizeBytes);
