@@ -4,7 +4,7 @@
 // CTA's slice of them against the stage's input vector, and between stages the dependency the real step
 // has: every CTA writes its outputs, waits until every CTA has (a grid-wide counter, release / acquire),
 // then reads the whole vector the next stage multiplies. 24 layers in one cooperative kernel, one CTA of
-// 256 threads a multiprocessor.
+// 256 threads a multiprocessor (-DLECTOR_SKELETON_THREADS, -DLECTOR_SKELETON_CTAS_PER_SM change that).
 //
 // The question is how much of the weight stream can hide under the dependencies (perf.md, call 135:
 // ~1.3 us each, ~200 us of the step whatever makes them). Each thread keeps its share of a stage's
@@ -12,8 +12,10 @@
 //   - after the stage's wait (nothing hidden),
 //   - before the stage's wait,
 //   - one stage ahead: the next stage's loads go out before this stage's wait (two stages in registers),
-// against the same kernel without the waits (the stream alone) and without the weights (the waits alone).
-// Not a decoder: the dots are summed per thread, not per row (the same loads, conversions and FMAs as a
+// against the same kernel without the waits (the stream alone) and without the weights (the waits alone),
+// and a producer warp streaming the slices into a ring of shared memory by bulk copies (the scheme of
+// gpu/kernels/persistent_decode.cu). On the H200 (perf.md, calls 136-140) the best took 18.0-18.4 us a
+// layer, against 9.3 for the waits alone and 9.3 for the bytes at copy bandwidth. Not a decoder: the dots are summed per thread, not per row (the same loads, conversions and FMAs as a
 // row-wise product, fewer shuffles), and attention is one more product over the K/V bytes. Without
 // libtorch:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_persistent_skeleton.cu \
