@@ -40,7 +40,9 @@ namespace gpu = lector::gpu;
 
 namespace {
 
+using bench::addRelease;
 using bench::check;
+using bench::loadAcquire;
 
 // Threads of the register variants' CTA (-DLECTOR_SKELETON_THREADS=512: twice the loads in flight, half
 // the registers a thread).
@@ -85,18 +87,6 @@ struct Params {
     float* sink;
 };
 
-__device__ __forceinline__ void addRelease(unsigned* p, unsigned v)
-{
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned loadAcquire(const unsigned* p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
 // Until every CTA has finished the stage behind `counter`.
 __device__ void waitFor(const unsigned* counter)
 {
@@ -131,17 +121,56 @@ __device__ __forceinline__ void loadStage(Regs<N>& r, const Params& p, int s, in
     }
 }
 
-// The stage's input vector into shared memory as float32.
-__device__ void loadInput(float* x, const Params& p, int s)
+// The stage's input vector (what the stage before wrote) into shared memory as float32, by `threads`
+// threads; the caller syncs them. Through the L2 (ld.cg): other multiprocessors wrote it, and L1 is not
+// coherent.
+__device__ void fillInput(float* x, const Params& p, int s, int threads)
 {
     const __half* src = p.vectors + ((s + kStages - 1) % kStages) * kMaxInput;
-    // Through the L2 (ld.cg): other multiprocessors wrote it, and L1 is not coherent.
-    for (int i = threadIdx.x; i < inputLen(s) / 2; i += kThreads) {
+    for (int i = threadIdx.x; i < inputLen(s) / 2; i += threads) {
         const float2 f = __half22float2(__ldcg(reinterpret_cast<const __half2*>(src) + i));
         x[2 * i] = f.x;
         x[2 * i + 1] = f.y;
     }
+}
+
+__device__ void loadInput(float* x, const Params& p, int s)
+{
+    fillInput(x, p, s, kThreads);
     __syncthreads();
+}
+
+// acc + the dot of 8 weights with x[col .. col + 8) (float32 in shared memory, 16-byte aligned).
+__device__ __forceinline__ float dot8(const uint4& raw, const float* x, int col, float acc)
+{
+    float xs[8];
+    *reinterpret_cast<float4*>(xs) = *reinterpret_cast<const float4*>(x + col);
+    *reinterpret_cast<float4*>(xs + 4) = *reinterpret_cast<const float4*>(x + col + 4);
+    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float2 f = __half22float2(h[j]);
+        acc = fmaf(f.x, xs[2 * j], acc);
+        acc = fmaf(f.y, xs[2 * j + 1], acc);
+    }
+    return acc;
+}
+
+// The CTA's sum of its threads' dots (`kWarps` warps, met by `sync`) written as its rows of the stage's
+// output (the real step writes one value a row it owns); warpSums is free again when it returns.
+template <int kWarps, class Sync>
+__device__ void writeStage(float acc, float* warpSums, const Params& p, int s, Sync sync)
+{
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) warpSums[threadIdx.x >> 5] = acc;
+    sync();
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += warpSums[w];
+    const int per = (outputLen(s) + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
+    if (threadIdx.x < per && first + threadIdx.x < outputLen(s))
+        p.vectors[s * kMaxInput + first + threadIdx.x] = __float2half(total * 1e-6f);
+    sync();
 }
 
 // The dot of the thread's weights against x, the CTA's sum, and the CTA's share of the stage's output.
@@ -152,29 +181,9 @@ __device__ void computeStage(const Regs<N>& r, const float* x, const Params& p, 
     float acc = 0.0f;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-        const int col = ((i * kThreads + threadIdx.x) * 8) % inputLen(s);
-        const __half2* w = reinterpret_cast<const __half2*>(&r.v[i]);
-        float xs[8];
-        *reinterpret_cast<float4*>(xs) = *reinterpret_cast<const float4*>(x + col);
-        *reinterpret_cast<float4*>(xs + 4) = *reinterpret_cast<const float4*>(x + col + 4);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float2 f = __half22float2(w[j]);
-            acc = fmaf(f.x, xs[2 * j], acc);
-            acc = fmaf(f.y, xs[2 * j + 1], acc);
-        }
+        acc = dot8(r.v[i], x, ((i * kThreads + threadIdx.x) * 8) % inputLen(s), acc);
     }
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if ((threadIdx.x & 31) == 0) warpSums[threadIdx.x >> 5] = acc;
-    __syncthreads();
-    float total = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) total += warpSums[w];
-    // The CTA's rows of the output (the real step writes one value a row it owns).
-    const int per = (outputLen(s) + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
-    if (threadIdx.x < per && first + threadIdx.x < outputLen(s))
-        p.vectors[s * kMaxInput + first + threadIdx.x] = __float2half(total * 1e-6f);
-    __syncthreads();  // warpSums is reused by the next stage
+    writeStage<kThreads / 32>(acc, warpSums, p, s, [] { __syncthreads(); });
 }
 
 template <int kMode>
@@ -299,12 +308,7 @@ __global__ void __launch_bounds__(kRingThreads, 1) ringKernel(Params p)
                     }
                 consumerSync();
             }
-            const __half* src = p.vectors + ((s + kStages - 1) % kStages) * kMaxInput;
-            for (int i = threadIdx.x; i < inputLen(s) / 2; i += kConsumers) {
-                const float2 f = __half22float2(__ldcg(reinterpret_cast<const __half2*>(src) + i));
-                x[2 * i] = f.x;
-                x[2 * i + 1] = f.y;
-            }
+            fillInput(x, p, s, kConsumers);
             consumerSync();
             const Slice sl = sliceOf(p, s, l);
             float acc = 0.0f;
@@ -313,33 +317,11 @@ __global__ void __launch_bounds__(kRingThreads, 1) ringKernel(Params p)
                 gpu::mbarWait(full + slot, (chunk / kSlots) & 1);
                 const int n = min(kSlotVecs, sl.vecs - v);
                 const uint4* w = ring + slot * kSlotVecs;
-                for (int i = threadIdx.x; i < n; i += kConsumers) {
-                    const uint4 raw = w[i];
-                    const int col = ((v + i) * 8) % inputLen(s);
-                    float xs[8];
-                    *reinterpret_cast<float4*>(xs) = *reinterpret_cast<const float4*>(x + col);
-                    *reinterpret_cast<float4*>(xs + 4) = *reinterpret_cast<const float4*>(x + col + 4);
-                    const __half2* h = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        const float2 f = __half22float2(h[j]);
-                        acc = fmaf(f.x, xs[2 * j], acc);
-                        acc = fmaf(f.y, xs[2 * j + 1], acc);
-                    }
-                }
+                for (int i = threadIdx.x; i < n; i += kConsumers) acc = dot8(w[i], x, ((v + i) * 8) % inputLen(s), acc);
                 __syncwarp();
                 if (lane == 0) gpu::mbarArrive(empty + slot);
             }
-            for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-            if (lane == 0) warpSums[warp] = acc;
-            consumerSync();
-            float total = 0.0f;
-#pragma unroll
-            for (int w8 = 0; w8 < kConsumers / 32; ++w8) total += warpSums[w8];
-            const int per = (outputLen(s) + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
-            if (threadIdx.x < per && first + threadIdx.x < outputLen(s))
-                p.vectors[s * kMaxInput + first + threadIdx.x] = __float2half(total * 1e-6f);
-            consumerSync();  // outputs written, warpSums and x free again
+            writeStage<kConsumers / 32>(acc, warpSums, p, s, [] { consumerSync(); });  // x is free again too
             if (threadIdx.x == 0) addRelease(p.counters + (l * kStages + s) * 32, 1);
         }
 #endif

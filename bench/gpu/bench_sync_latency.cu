@@ -33,7 +33,9 @@ namespace cg = cooperative_groups;
 
 namespace {
 
+using bench::addRelease;
 using bench::check;
+using bench::loadAcquire;
 
 constexpr int kThreads = 256;
 constexpr int kGroup = 16;
@@ -62,18 +64,6 @@ __global__ void __launch_bounds__(kThreads) boundaryKernel(const float* in, floa
     gpu::allowDependentLaunch();
     const float s = exchange ? sumPartials(in, gridDim.x, 0) : 1.0f;
     if (threadIdx.x == 0) out[blockIdx.x] = s * (1.0f / gridDim.x) + 1e-3f * blockIdx.x;
-}
-
-__device__ __forceinline__ void addRelease(unsigned* p, unsigned v)
-{
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned loadAcquire(const unsigned* p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
 }
 
 // `iters` dependencies inside one kernel, among groups of `group` consecutive CTAs (gridDim.x: all of
