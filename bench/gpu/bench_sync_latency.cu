@@ -20,9 +20,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <vector>
 
 #include "bench/gpu/cuda_bench.h"
 #include "gpu/kernels/common.cuh"
@@ -33,9 +31,9 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-using bench::addRelease;
 using bench::check;
-using bench::loadAcquire;
+using gpu::addRelease;
+using gpu::loadAcquire;
 
 constexpr int kThreads = 256;
 constexpr int kGroup = 16;
@@ -123,37 +121,6 @@ __global__ void spinKernel(long long cycles, float* sink)
     if (x < 0.0f) sink[0] = x;
 }
 
-float elapsedMs(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    return ms;
-}
-
-// Median over `rounds` of the microseconds per dependency of `run` (which queues `deps` of them on
-// `stream`), after one run to warm up.
-template <class F>
-double usPerDependency(cudaStream_t stream, F run, int deps, int rounds = 7)
-{
-    cudaEvent_t a, b;
-    check(cudaEventCreate(&a), "event");
-    check(cudaEventCreate(&b), "event");
-    run();
-    check(cudaDeviceSynchronize(), "warm-up");
-    std::vector<double> us;
-    for (int r = 0; r < rounds; ++r) {
-        check(cudaEventRecord(a, stream), "record");
-        run();
-        check(cudaEventRecord(b, stream), "record");
-        check(cudaEventSynchronize(b), "sync");
-        us.push_back(1000.0 * elapsedMs(a, b) / deps);
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
-}
-
 }  // namespace
 
 int main()
@@ -175,46 +142,33 @@ int main()
     constexpr int kLaunches = 240;
     for (const bool pdl : {true, false}) {
         double us[2];
-        for (int exchange = 1; exchange >= 0; --exchange) {
-            cudaGraph_t graph;
-            cudaGraphExec_t exec;
-            check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-            for (int i = 0; i < kLaunches; ++i) {
+        for (int exchange = 1; exchange >= 0; --exchange)
+            us[exchange] = bench::graphMicros(stream, kLaunches, [&](int i) {
                 const float* in = bufs + (i & 1) * 1024;
                 float* out = bufs + ((i + 1) & 1) * 1024;
-                if (pdl) {
-                    check(gpu::launchKernel(boundaryKernel, dim3(sms), dim3(kThreads), 0, stream, in, out, exchange), "launch");
-                } else {
-                    boundaryKernel<<<sms, kThreads, 0, stream>>>(in, out, exchange);
-                    check(cudaGetLastError(), "launch");
-                }
-            }
-            check(cudaStreamEndCapture(stream, &graph), "end capture");
-            check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-            us[exchange] = usPerDependency(stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, kLaunches);
-            cudaGraphExecDestroy(exec);
-            cudaGraphDestroy(graph);
-        }
+                if (pdl) return gpu::launchKernel(boundaryKernel, dim3(sms), dim3(kThreads), 0, stream, in, out, exchange) == cudaSuccess;
+                boundaryKernel<<<sms, kThreads, 0, stream>>>(in, out, exchange);
+                return cudaGetLastError() == cudaSuccess;
+            });
         std::printf("| kernel boundary, %s | %d | %.2f | %.2f |\n", pdl ? "PDL" : "no PDL", sms, us[1], us[0]);
     }
 
-    // Barriers inside one persistent kernel: every CTA, then groups of 16.
-    constexpr int kIters = 2400;
+    // Barriers inside one persistent kernel (on the default stream, which medianLaunchMs times): every
+    // CTA, then groups of 16. us per dependency: the median launch over its kIters dependencies.
+    constexpr int kIters = 2400, kReps = 7;
     auto* counterPtr = static_cast<unsigned*>(counters.ptr);
     for (const int group : {sms, kGroup}) {
         const int ctas = group == sms ? sms : (sms / kGroup) * kGroup;
         double us[2];
         for (int exchange = 1; exchange >= 0; --exchange) {
-            us[exchange] = usPerDependency(
-                stream,
-                [&] {
-                    check(cudaMemsetAsync(counters.ptr, 0, counters.bytes, stream), "memset");
-                    int iters = kIters, g = group, ex = exchange;
-                    void* args[] = {&bufs, &counterPtr, &iters, &g, &ex};
-                    check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(barrierKernel), dim3(ctas), dim3(kThreads), args, 0, stream),
-                          "cooperative launch");
-                },
-                kIters);
+            auto launch = [&] {
+                check(cudaMemsetAsync(counters.ptr, 0, counters.bytes), "memset");
+                int iters = kIters, g = group, ex = exchange;
+                void* args[] = {&bufs, &counterPtr, &iters, &g, &ex};
+                check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(barrierKernel), dim3(ctas), dim3(kThreads), args, 0, nullptr),
+                      "cooperative launch");
+            };
+            us[exchange] = 1000.0 / kIters * bench::medianLaunchMs(launch, kReps);
         }
         std::printf("| grid barrier on counters, groups of %d | %d | %.2f | %.2f |\n", group, ctas, us[1], us[0]);
     }
@@ -227,18 +181,14 @@ int main()
         double us[2];
         bool ok = true;
         for (int exchange = 1; exchange >= 0 && ok; --exchange) {
-            us[exchange] = usPerDependency(
-                stream,
-                [&] {
-                    if (!ok) return;
-                    const cudaError_t e = gpu::launchKernelInClusters(clusterKernel, dim3(ctas), dim3(kThreads), 0, stream,
-                                                                      dim3(size, 1, 1), bufs, kIters, exchange);
-                    if (e != cudaSuccess) {
-                        ok = false;
-                        cudaGetLastError();
-                    }
-                },
-                kIters);
+            auto launch = [&] {
+                if (ok && gpu::launchKernelInClusters(clusterKernel, dim3(ctas), dim3(kThreads), 0, nullptr, dim3(size, 1, 1), bufs,
+                                                      kIters, exchange) != cudaSuccess) {
+                    ok = false;
+                    cudaGetLastError();
+                }
+            };
+            us[exchange] = 1000.0 / kIters * bench::medianLaunchMs(launch, kReps);
         }
         if (ok) std::printf("| cluster barrier, clusters of %d | %d | %.2f | %.2f |\n", size, ctas, us[1], us[0]);
         else std::printf("| cluster barrier, clusters of %d | %d | did not launch | |\n", size, ctas);

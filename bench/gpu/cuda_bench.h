@@ -3,8 +3,7 @@
 // (uploaded, or filled with random float16 on the device), random float16 on the host, the error of a
 // float16 result against the CPU reference's, the device-to-device copy bandwidth their tables are
 // measured against, the median time of a launch, the time of a captured sequence of launches, a list argument and the RoPE table of
-// the decoder's kernels, and a release / acquire counter for kernels that wait on each other. CUDA runtime
-// only; header-only, so each bench still builds with one nvcc line.
+// the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -68,21 +67,6 @@ inline std::unique_ptr<DeviceBuffer> halves(size_t n, uint32_t seed, float scale
     fillHalvesKernel<<<1024, 256>>>(static_cast<__half*>(b->ptr), n, seed, scale, offset);
     check(cudaGetLastError(), "fill");
     return b;
-}
-
-// A counter other CTAs wait on: add with release semantics at GPU scope (the writes before it are seen
-// by whoever acquires the new value), and the acquiring load (bench_sync_latency,
-// bench_persistent_skeleton).
-__device__ __forceinline__ void addRelease(unsigned* p, unsigned v)
-{
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned loadAcquire(const unsigned* p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
 }
 
 // n standard normal values as float16 bits, from a seeded generator on the host.

@@ -227,6 +227,22 @@ __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], const void* sm
                  : "r"(addr));
 }
 
+// --- counters in global memory that CTAs of one grid wait on (the persistent decode, its benches) ---
+
+// The acquiring load of a counter: what was written before the release that made its value is visible.
+__device__ __forceinline__ uint32_t loadAcquire(const uint32_t* p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Adds to a counter with release semantics at GPU scope.
+__device__ __forceinline__ void addRelease(uint32_t* p, uint32_t v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 // --- mbarriers (sm_90): the producer / consumer rings of the persistent decode and vision attention ---
 
 __device__ __forceinline__ uint32_t smemAddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }

@@ -122,18 +122,6 @@ __device__ __forceinline__ void bulkCopy(void* dst, const void* src, uint32_t by
 // (it alone waits for another CTA's counter).
 __device__ __forceinline__ void consumerSync() { asm volatile("barrier.sync 1, %0;" ::"n"(kConsumerThreads) : "memory"); }
 
-__device__ __forceinline__ uint32_t loadAcquire(const uint32_t* p)
-{
-    uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void addRelease(uint32_t* p, uint32_t v)
-{
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 __device__ __forceinline__ uint32_t fetchAddAcqRel(uint32_t* p, uint32_t v)
 {
     uint32_t old;
