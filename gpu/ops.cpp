@@ -689,7 +689,7 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input)
 
 // --- a whole decode step of one sequence in one kernel ---
 
-std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m)
+std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m, Kind kind)
 {
     auto because = [](auto&&... parts) {
         std::ostringstream out;
@@ -732,10 +732,25 @@ std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m
         return "XD-RoPE sections do not cover headDim / 2";
     if (anchor.is_cpu()) return "";
     if (!anchor.is_cuda()) return because("tensors on ", anchor.device());
-#ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    if (persistentDecodeCtas(anchor.device().index()) == 0) return "the kernel needs sm_90 or newer";
-#else
+#ifndef LECTOR_GPU_HAVE_LAUNCHERS
     return "this build has no CUDA kernels";
+#else
+    if (kind == Kind::HeadParallel) {
+        PersistentDecodeParams shape;
+        shape.dtype = type == at::kHalf ? DType::F16 : type == at::kBFloat16 ? DType::BF16 : DType::F32;
+        shape.hidden = static_cast<int>(hidden);
+        shape.intermediate = static_cast<int>(intermediate);
+        shape.numQHeads = m.numQHeads;
+        shape.numKvHeads = m.numKvHeads;
+        shape.headDim = static_cast<int>(headDim);
+        shape.numPosAxes = static_cast<int>(m.sections.size());
+        if (const char* why = headParallelDecodeShapeMismatch(shape); *why) return why;
+        const c10::DeviceGuard guard(anchor.device());
+        if (!headParallelDecodeSupported(anchor.device().index()))
+            return "the head-parallel kernels need sm_90 and room for thread-block clusters of 16";
+        return "";
+    }
+    if (persistentDecodeCtas(anchor.device().index()) == 0) return "the kernel needs sm_90 or newer";
 #endif
     const int64_t group = m.numQHeads / m.numKvHeads, slotElems = kPersistentDecodeMaxWidth;
     if (type == at::kFloat) return "the kernel takes float16 or bfloat16";
@@ -758,10 +773,10 @@ std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m
     return "";
 }
 
-PersistentDecoder::PersistentDecoder(PersistentDecoderModel model) : m_model(std::move(model))
+PersistentDecoder::PersistentDecoder(PersistentDecoderModel model, Kind kind) : m_model(std::move(model)), m_kind(kind)
 {
     const char* op = "PersistentDecoder";
-    const std::string why = unsupportedReason(m_model);
+    const std::string why = unsupportedReason(m_model, kind);
     TORCH_CHECK(why.empty(), op, ": ", why);
     const PersistentDecoderModel& m = m_model;
     PersistentDecodeParams& p = m_params;
@@ -792,7 +807,10 @@ PersistentDecoder::PersistentDecoder(PersistentDecoderModel model) : m_model(std
     m_table = at::tensor(table, at::kLong).to(m.embed.device());
     p.layers = reinterpret_cast<const void* const*>(m_table.data_ptr<int64_t>());
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    if (m.embed.is_cuda()) {
+    if (m.embed.is_cuda() && kind == Kind::HeadParallel) {
+        m_workspace = at::empty({headParallelWorkspace().total}, m.embed.options().dtype(at::kByte));
+        p.workspace = m_workspace.data_ptr();
+    } else if (m.embed.is_cuda()) {
         p.numCtas = persistentDecodeCtas(m.embed.device().index());
         m_workspace = at::empty({persistentDecodeWorkspaceBytes(p)}, m.embed.options().dtype(at::kByte));
         m_counters = at::zeros({persistentDecodeCounterWords(p.numLayers, p.numKvHeads)}, m.embed.options().dtype(at::kInt));
@@ -831,7 +849,10 @@ void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId
     p.contextLen = contextLen.data_ptr<int32_t>();
     p.blockTable = blockTable.data_ptr<int32_t>();
     p.logits = logits.data_ptr<float>();
-    dispatch(anchor, op, p, LECTOR_LAUNCHER(launchPersistentDecode), &ref::persistentDecodeRef);
+    if (m_kind == Kind::HeadParallel)
+        dispatch(anchor, op, p, LECTOR_LAUNCHER(launchHeadParallelDecode), &ref::persistentDecodeRef);
+    else
+        dispatch(anchor, op, p, LECTOR_LAUNCHER(launchPersistentDecode), &ref::persistentDecodeRef);
 }
 
 // --- sampling ---

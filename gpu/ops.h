@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpu/kernels/paged_prefill_attention.cuh"
+#include "gpu/kernels/head_parallel_decode.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/kernels/skinny_gemm.cuh"
 #include "gpu/kernels/vision_attention.cuh"
@@ -161,17 +162,21 @@ struct PersistentDecoderModel {
     double scale = 1.0;    // softmax scale
 };
 
-// One decode step of a batch of one through every layer, the final norm and the LM head
-// (persistent_decode.cuh): one kernel on CUDA, the chain of references on the CPU. Built once per
-// model and cache (it keeps a device table of the tensors' addresses, a workspace and the zeroed
-// counters); the tensors must outlive it. Engine thread.
+// One decode step of a batch of one through every layer, the final norm and the LM head, on CUDA as
+// one persistent kernel (persistent_decode.cuh) or as two kernels a layer partitioned by KV head
+// (head_parallel_decode.cuh), on the CPU as the chain of references either way. Built once per model
+// and cache (it keeps a device table of the tensors' addresses, a workspace and the zeroed counters);
+// the tensors must outlive it. Engine thread.
 class PersistentDecoder {
 public:
-    // Empty when step() can run this model on its device, else why not (the kernel needs sm_90, float16
-    // or bfloat16, head dim 128 and the shapes of persistent_decode.cuh; the CPU reference takes any).
-    static std::string unsupportedReason(const PersistentDecoderModel& model);
+    enum class Kind { Persistent, HeadParallel };
+    // Empty when step() can run this model on its device, else why not (the persistent kernel needs
+    // sm_90, float16 or bfloat16, head dim 128 and the shapes of persistent_decode.cuh; the head-parallel
+    // kernels HunyuanOCR's decoder shapes and clusters of 16; the CPU reference takes any).
+    static std::string unsupportedReason(const PersistentDecoderModel& model, Kind kind = Kind::Persistent);
     // TORCH_CHECKs unsupportedReason() and the shapes.
-    explicit PersistentDecoder(PersistentDecoderModel model);
+    explicit PersistentDecoder(PersistentDecoderModel model, Kind kind = Kind::Persistent);
+    Kind kind() const { return m_kind; }
 
     // logits [1, vocab] float32 of the token tokenId [1] int64 at positions [numAxes, 1] int64, its K/V
     // written to slot [1] int64, attending to contextLen [1] int32 keys (itself included) of the
@@ -183,6 +188,7 @@ public:
 
 private:
     PersistentDecoderModel m_model;
+    Kind m_kind;
     PersistentDecodeParams m_params;  // the model's part
     at::Tensor m_table;               // [numLayers * kPlCount] int64 addresses, on the model's device
     at::Tensor m_workspace;           // CUDA only

@@ -55,7 +55,7 @@ constexpr int kOutRowsCta = kHidden / kCluster;          // 64 rows of o a CTA
 constexpr int kInterCta = kInter / kCtas;                // 28 gate rows and 28 up rows a CTA
 // The MLP half's clusters (-DLECTOR_HP_MLP_CLUSTER=16 or 8): only 7 GPCs of the H200 hold a cluster of 16.
 #ifndef LECTOR_HP_MLP_CLUSTER
-#define LECTOR_HP_MLP_CLUSTER 8
+#define LECTOR_HP_MLP_CLUSTER 16
 #endif
 constexpr int kClusterB = LECTOR_HP_MLP_CLUSTER;
 constexpr int kGroupsB = kCtas / kClusterB;              // 16: down partials

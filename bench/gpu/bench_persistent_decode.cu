@@ -7,10 +7,14 @@
 // Only the CUDA runtime: it builds with nvcc alone (here or on the GPU machine) and runs anywhere the
 // driver does:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_persistent_decode.cu \
-//        gpu/kernels/persistent_decode.cu gpu/ref/*.cpp -o build-gpu/bench_persistent_decode
+//        gpu/kernels/persistent_decode.cu gpu/kernels/head_parallel_decode.cu gpu/kernels/skinny_gemm*.cu \
+//        gpu/ref/*.cpp -o build-gpu/bench_persistent_decode
 // (or the CMake target of the same name in CUDA builds). It first checks the kernel against the CPU
 // reference (2 layers of the real shapes, both dtypes; exit code 1 on a mismatch).
 //   bench_persistent_decode [--layers 24] [--reps 20]
+//   bench_persistent_decode --head-parallel [--layers 24]: the same check for the head-parallel kernels
+//     (head_parallel_decode.cuh; contexts 1 to 4100), then the step's time in a CUDA graph beside the
+//     persistent kernel's.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "bench/gpu/cuda_bench.h"
+#include "gpu/kernels/head_parallel_decode.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/ref/persistent_decode_ref.h"
 
@@ -243,7 +248,9 @@ void traceTable(Model& m, double clockGhz)
 
 // The kernel against the CPU reference (gpu/ref) on this model: two steps, the second attending to the
 // first one's key. Returns false (and prints) when the logits differ by more than rounding.
-bool checkAgainstReference(Model& m, int context)
+using Launch = cudaError_t (*)(const gpu::PersistentDecodeParams&, cudaStream_t);
+
+bool checkAgainstReference(Model& m, int context, Launch launch = &gpu::launchPersistentDecode, const char* name = "")
 {
     // Host copies of every device buffer; device addresses in the tables map to them.
     std::map<const void*, std::vector<unsigned char>> host;
@@ -275,7 +282,7 @@ bool checkAgainstReference(Model& m, int context)
         r.slot = r.tokenId + 5;
         r.contextLen = static_cast<const int32_t*>(onHost(m.contextLen->ptr));
         gpu::ref::persistentDecodeRef(r);
-        check(gpu::launchPersistentDecode(m.p, nullptr), "checked launch");
+        check(launch(m.p, nullptr), "checked launch");
         check(cudaMemcpy(got.data(), m.p.logits, got.size() * 4, cudaMemcpyDeviceToHost), "logits");
         double err = 0, energy = 0;
         for (size_t i = 0; i < got.size(); ++i) {
@@ -284,11 +291,56 @@ bool checkAgainstReference(Model& m, int context)
         }
         const double nmse = std::isfinite(err) ? err / std::max(energy, 1e-30) : INFINITY;
         const double bound = m.p.dtype == gpu::DType::F16 ? 1e-4 : 1e-3;
-        std::printf("| check %s, %d layers, context %d | nmse %.3g (bound %.0e) | %s |\n", gpu::dtypeName(m.p.dtype),
+        std::printf("| check %s%s, %d layers, context %d | nmse %.3g (bound %.0e) | %s |\n", name, gpu::dtypeName(m.p.dtype),
                     m.p.numLayers, context + k, nmse, bound, nmse <= bound ? "ok" : "FAILED");
         ok = ok && nmse <= bound;
     }
     return ok;
+}
+
+// --head-parallel: the head-parallel kernels (head_parallel_decode.cuh) checked against the same CPU
+// reference, then the step's time in a CUDA graph (as the runner replays it) beside the persistent kernel's.
+int headParallel(int layers)
+{
+    bool ok = true;
+    std::printf("| check | error | |\n|---|---|---|\n");
+    for (gpu::DType dtype : {gpu::DType::F16, gpu::DType::BF16}) {
+        Model m;
+        if (dtype == gpu::DType::F16) build<__half>(m, dtype, 2, 4200);
+        else build<__nv_bfloat16>(m, dtype, 2, 4200);
+        Buffer* ws = m.alloc(size_t(gpu::headParallelWorkspace().total));
+        m.p.workspace = ws->ptr;
+        for (int context : {1, 17, 1076, 1345, 4100}) ok = checkAgainstReference(m, context, &gpu::launchHeadParallelDecode, "head-parallel ") && ok;
+    }
+    const double copyBw = bench::copyBandwidth();
+    std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay); copy %.0f GB/s\n\n",
+                layers, copyBw / 1e9);
+    std::printf("| kernels | dtype, context | us a step | of copy bandwidth |\n|---|---|---|---|\n");
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    for (gpu::DType dtype : {gpu::DType::F16, gpu::DType::BF16}) {
+        Model m;
+        if (dtype == gpu::DType::F16) build<__half>(m, dtype, layers, 4200);
+        else build<__nv_bfloat16>(m, dtype, layers, 4200);
+        Buffer* ws = m.alloc(size_t(gpu::headParallelWorkspace().total));
+        gpu::PersistentDecodeParams hp = m.p;
+        hp.workspace = ws->ptr;
+        for (int context : {1, 1076, 1345, 2100, 4096}) {
+            if (dtype == gpu::DType::BF16 && context != 1076) continue;
+            setContext(m, context);
+            const double bytes = m.weightBytes + 2.0 * layers * context * 8 * 128 * 2;
+            for (int kind = 0; kind < 2; ++kind) {
+                if (kind == 0 && context != 1076) continue;
+                const double us = bench::graphMicros(stream, 4, [&](int) {
+                    return (kind == 0 ? gpu::launchPersistentDecode(m.p, stream) : gpu::launchHeadParallelDecode(hp, stream)) ==
+                           cudaSuccess;
+                });
+                std::printf("| %s | %s, %d | %.1f | %.1f %% |\n", kind == 0 ? "persistent kernel" : "head-parallel",
+                            gpu::dtypeName(dtype), context, us, 100.0 * bytes / (us * 1e-6) / copyBw);
+            }
+        }
+    }
+    return ok ? 0 : 1;
 }
 
 }  // namespace
@@ -296,6 +348,12 @@ bool checkAgainstReference(Model& m, int context)
 int main(int argc, char** argv)
 {
     int layers = 24, reps = 20;
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--head-parallel")) {
+            for (int j = 1; j + 1 < argc; ++j)
+                if (!std::strcmp(argv[j], "--layers")) layers = std::atoi(argv[j + 1]);
+            return headParallel(layers);
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--layers")) layers = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);

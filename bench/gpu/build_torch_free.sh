@@ -22,12 +22,12 @@ declare -A DEPS=(
   [bench_decode_step]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu"
   [bench_prefill]="gpu/kernels/paged_prefill_attention.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/rms_norm.cu gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp"
   [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
-  [bench_persistent_decode]="gpu/kernels/persistent_decode.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
+  [bench_persistent_decode]="gpu/kernels/persistent_decode.cu gpu/kernels/head_parallel_decode.cu gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
   [bench_sync_latency]=""
   [bench_persistent_skeleton]=""
 )
-declare -A LIBS=([bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency bench_persistent_skeleton)
 

@@ -138,17 +138,27 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
 
     gpu::PersistentDecoderModel pm = persistentDecoderModel(decoder, kv, m_cosSin);
     using P = RunnerOptions::Persistent;
+    using Kind = gpu::PersistentDecoder::Kind;
     std::string why = options.persistentDecode == P::Never ? "off (runner option)"
                       : options.persistentDecode == P::Auto && !decoder.device().is_cuda()
                           ? "off (CPU: the kernel chain)"
                           : gpu::PersistentDecoder::unsupportedReason(pm);
-    if (why.empty()) {
+    std::string headParallelWhy = "";
+    if (options.persistentDecode == P::Auto && decoder.device().is_cuda()) {
+        headParallelWhy = gpu::PersistentDecoder::unsupportedReason(pm, Kind::HeadParallel);
+        if (headParallelWhy.empty()) m_headParallel = std::make_unique<gpu::PersistentDecoder>(pm, Kind::HeadParallel);
+    }
+    if (m_headParallel && !why.empty()) {
+        m_persistent = std::move(m_headParallel);
+        m_persistentReport = "head-parallel decode kernels for single-sequence steps (the persistent kernel: " + why + ")";
+    } else if (why.empty()) {
         m_persistent = std::make_unique<gpu::PersistentDecoder>(std::move(pm));
         m_persistentReport = "persistent decode kernel for single-sequence steps" +
                              (m_persistent->numCtas() > 0 ? " (" + std::to_string(m_persistent->numCtas()) + " CTAs)"
                                                           : std::string(" (CPU reference)"));
     } else {
-        m_persistentReport = "single-sequence steps run the kernel chain: " + why;
+        m_persistentReport = "single-sequence steps run the kernel chain: " + why +
+                             (headParallelWhy.empty() ? "" : "; head-parallel kernels: " + headParallelWhy);
     }
 }
 
@@ -695,23 +705,41 @@ void ModelRunner::chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tens
 void ModelRunner::choosePersistent(std::vector<std::string>& report)
 {
     if (!m_persistent || m_options.persistentDecode == RunnerOptions::Persistent::Always) return;
-    // One decode step of one sequence at a page's context, both ways, on the empty pool's first blocks
-    // (their contents do not matter for timing): the persistent kernel against the kernel chain with the
-    // layouts just chosen and the graphs' partition for a single sequence.
+    // One decode step of one sequence at a page's context, every way, on the empty pool's first blocks
+    // (their contents do not matter for timing): the kernel chain with the layouts just chosen and the
+    // graphs' partition for a single sequence, and each gpu::PersistentDecoder kind built at load.
     const std::int64_t context = std::min<std::int64_t>(kTuningContext, std::int64_t(m_kv.numSlots()));
     const Metadata meta = tuningStep(1, context);
     const at::Device device = m_decoder.device();
-    const double persistentUs = gpu::graphMicros(device, [&] { (void)runPersistent(meta); }, 5);
     useGraphAttention(1);
     const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
     useEagerAttention();
-    const bool keep = persistentUs < chainUs;
     auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
-    m_persistentReport = (keep ? "persistent decode kernel for single-sequence steps: " : "single-sequence steps run the kernel chain: ") +
-                         us(persistentUs) + " us per step against the chain's " + us(chainUs) + " us at context " +
-                         std::to_string(context);
-    report.push_back(m_persistentReport);
-    if (!keep) m_persistent.reset();
+    auto name = [](const gpu::PersistentDecoder& d) {
+        return d.kind() == gpu::PersistentDecoder::Kind::HeadParallel ? std::string("head-parallel decode kernels")
+                                                                      : std::string("persistent decode kernel");
+    };
+    std::string line = "single-sequence steps at context " + std::to_string(context) + ": kernel chain " + us(chainUs) + " us";
+    double best = chainUs;
+    std::unique_ptr<gpu::PersistentDecoder>* winner = nullptr;
+    for (std::unique_ptr<gpu::PersistentDecoder>* candidate : {&m_persistent, &m_headParallel}) {
+        if (!*candidate) continue;
+        double t = 0;
+        try {
+            t = gpu::graphMicros(device, [&] { (void)runDecoder(**candidate, meta); }, 5);
+        } catch (const std::exception& e) {  // e.g. no room for its clusters on this part: not a candidate
+            line += "; " + name(**candidate) + " failed (" + e.what() + ")";
+            continue;
+        }
+        line += "; " + name(**candidate) + " " + us(t) + " us";
+        if (t < best) best = t, winner = candidate;
+    }
+    line += winner ? " (" + name(**winner) + " taken)" : " (the chain taken)";
+    std::unique_ptr<gpu::PersistentDecoder> kept = winner ? std::move(*winner) : nullptr;
+    m_persistent = std::move(kept);
+    m_headParallel.reset();
+    m_persistentReport = line;
+    report.push_back(line);
 }
 
 // --- steps ---
@@ -757,9 +785,14 @@ bool ModelRunner::persistentStep(const Metadata& meta) const
 
 at::Tensor ModelRunner::runPersistent(const Metadata& meta) const
 {
+    return runDecoder(*m_persistent, meta);
+}
+
+at::Tensor ModelRunner::runDecoder(const gpu::PersistentDecoder& decoder, const Metadata& meta) const
+{
     at::Tensor logits = at::empty({1, m_decoder.config().vocabSize},
                                   at::TensorOptions().dtype(at::kFloat).device(m_decoder.device()));
-    m_persistent->step(logits, meta.ids, meta.positions, meta.slots, meta.contextLens, meta.blockTable.view({-1}));
+    decoder.step(logits, meta.ids, meta.positions, meta.slots, meta.contextLens, meta.blockTable.view({-1}));
     return logits;
 }
 

@@ -53,9 +53,10 @@ struct RunnerOptions {
     // kernels instead of with them inside (the route tuneLayouts() picks per projection where the decode
     // step measures faster with it), so the tests drive that path too.
     bool tensorCoreApart = false;
-    // Decode steps of one sequence as one persistent kernel (gpu::PersistentDecoder): Auto where its
-    // CUDA kernel supports the model and device and tuneLayouts() measures it faster than the kernel
-    // chain; Always wherever it runs (also on the CPU, as its reference: tests); Never.
+    // Decode steps of one sequence through gpu::PersistentDecoder: Auto takes whichever of its CUDA
+    // kinds supports the model and device (one persistent kernel; two kernels a layer partitioned by KV
+    // head) tuneLayouts() measures faster than the kernel chain, the fastest of them; Always the
+    // persistent kernel wherever it runs (also on the CPU, as its reference: tests); Never.
     enum class Persistent { Auto, Always, Never };
     Persistent persistentDecode = Persistent::Auto;
     // Decode graphs of up to this many sequences split attention into a fixed cluster of partitions per
@@ -169,6 +170,7 @@ private:
     // A decode step of one sequence that samples: what the persistent decoder runs.
     bool persistentStep(const Metadata& meta) const;
     at::Tensor runPersistent(const Metadata& meta) const;
+    at::Tensor runDecoder(const gpu::PersistentDecoder& decoder, const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
     void chooseChainRoutes(std::vector<std::string>& report);  // part of tuneLayouts()
     // Part of tuneLayouts(): the row counts at which the LM head takes the warp-group engine.
@@ -206,6 +208,7 @@ private:
     std::map<int, Routes> m_chainRoutes;
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
+    std::unique_ptr<gpu::PersistentDecoder> m_headParallel; // Auto's other candidate until choosePersistent()
     std::string m_persistentReport;
     // Decode graphs' static inputs, one byte buffer every graph reads from its start, so a step's inputs
     // are one host-to-device copy. Graph b's layout (byte offsets): int64 ids [b], positions

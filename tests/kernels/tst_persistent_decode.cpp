@@ -1,8 +1,9 @@
-// Persistent decode step (gpu/kernels/persistent_decode.cuh, gpu::PersistentDecoder): the CPU reference
-// against an independent float64 decoder step written with libtorch ops; on CUDA the kernel against the
-// reference on random decoders of the real shapes (2 layers, 120818-word vocabulary) and of odd ones
-// (hidden 264, 3 KV heads, three position axes; a single head), at contexts of 1 to 4100 keys over
-// shuffled blocks. Every cache slot no token owns holds NaN, and so does the new
+// Decode step of one sequence (gpu::PersistentDecoder: gpu/kernels/persistent_decode.cuh, and its
+// head-parallel kind, gpu/kernels/head_parallel_decode.cuh): the CPU reference against an independent
+// float64 decoder step written with libtorch ops; on CUDA the kernels against the reference on random
+// decoders of the real shapes (2 layers, 120818-word vocabulary) and, for the persistent kernel, of odd
+// ones (hidden 264, 3 KV heads, three position axes; a single head), at contexts of 1 to 4100 keys over
+// shuffled blocks (the head-parallel kernels also just past the keys they load before their wait). Every cache slot no token owns holds NaN, and so does the new
 // token's slot before the step: a kernel that reads past the context or attends to the stale slot
 // instead of the new key fails. Each case runs two steps back to back (the second attends to the key the
 // first wrote, and only works if the first left its counters at zero), then both again as replays of one
@@ -295,13 +296,16 @@ void expectCachesMatch(const std::string& what, const at::Tensor& got, const at:
     LECTOR_CHECK_MSG(same.all().item<bool>(), what << ": a slot other than the new tokens' changed");
 }
 
-void checkCuda(const Dims& d, const std::vector<int>& contexts, uint64_t seed)
+using Kind = gpu::PersistentDecoder::Kind;
+
+void checkCuda(const Dims& d, const std::vector<int>& contexts, uint64_t seed, Kind kind = Kind::Persistent)
 {
     const at::Device cuda(at::kCUDA, 0);
     const Model m = makeModel(d, seed);
     for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
         for (int context : contexts) {
-            const std::string what = kt::typeName(type) + " hidden " + std::to_string(d.hidden) + " group " +
+            const std::string what = std::string(kind == Kind::HeadParallel ? "head-parallel " : "") + kt::typeName(type) +
+                                     " hidden " + std::to_string(d.hidden) + " group " +
                                      std::to_string(d.qHeads / d.kvHeads) + " context " + std::to_string(context);
             const Caches c = makeCaches(d, context, seed + context, 1);
             const std::vector<Step> steps = twoSteps(d, context);
@@ -318,7 +322,7 @@ void checkCuda(const Dims& d, const std::vector<int>& contexts, uint64_t seed)
             // The kernel, launched directly, then replayed from a captured graph on fresh caches.
             for (int graphed = 0; graphed < 2; ++graphed) {
                 std::vector<at::Tensor> keep, keys = cast(c.keys, type, cuda), values = cast(c.values, type, cuda);
-                const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, type, cuda, keep));
+                const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, type, cuda, keep), kind);
                 const std::string how = what + (graphed ? " (graph)" : "");
                 Inputs fixed(c, steps[0], cuda);
                 at::Tensor logits = at::full({1, d.vocab}, NAN, at::TensorOptions().dtype(at::kFloat).device(cuda));
@@ -356,6 +360,27 @@ LECTOR_TEST(cudaMatchesReferenceAtTheDecoderShapes)
     checkCuda({2, 1024, 3584, 16, 8, 128, 120818, {16, 16, 16, 16}}, {1, 1076, 4100}, 1000);
 }
 
+LECTOR_TEST(headParallelMatchesReferenceAtTheDecoderShapes)
+{
+    kt::requireCuda();
+    // 1344 = 16 partitions x the 84 keys a CTA loads before its wait: 1345 reads one key after it.
+    checkCuda({2, 1024, 3584, 16, 8, 128, 120818, {16, 16, 16, 16}}, {1, 17, 1076, 1345, 4100}, 1500, Kind::HeadParallel);
+}
+
+LECTOR_TEST(headParallelNamesOtherShapesUnsupported)
+{
+    kt::requireCuda();
+    const Dims d{1, 264, 520, 6, 3, 128, 1003, {24, 20, 20}};
+    const Model m = makeModel(d, 6);
+    Caches c = makeCaches(d, 4, 3, 0);
+    std::vector<at::Tensor> keep, keys = cast(c.keys, at::kHalf, at::Device(at::kCUDA, 0)),
+                                   values = cast(c.values, at::kHalf, at::Device(at::kCUDA, 0));
+    const gpu::PersistentDecoderModel pm = decoderModel(m, keys, values, at::kHalf, at::Device(at::kCUDA, 0), keep);
+    LECTOR_CHECK_EQ(gpu::PersistentDecoder::unsupportedReason(pm, Kind::Persistent), std::string());
+    const std::string why = gpu::PersistentDecoder::unsupportedReason(pm, Kind::HeadParallel);
+    LECTOR_CHECK_MSG(why.find("hidden 1024") != std::string::npos, "got: " << why);
+}
+
 LECTOR_TEST(cudaMatchesReferenceAtOddShapes)
 {
     kt::requireCuda();
@@ -365,15 +390,16 @@ LECTOR_TEST(cudaMatchesReferenceAtOddShapes)
 
 // Every output has one writer and a fixed summation order, so repeated launches on the same inputs are
 // bitwise equal; a missing wait between CTAs would show up as launches that differ.
-LECTOR_TEST(cudaStepIsDeterministic)
+namespace {
+
+void checkDeterministic(Kind kind)
 {
-    kt::requireCuda();
     const at::Device cuda(at::kCUDA, 0);
     const Dims d{4, 1024, 3584, 16, 8, 128, 4099, {16, 16, 16, 16}};
     const Model m = makeModel(d, 4000);
     const Caches c = makeCaches(d, 1076, 4001, 0);
     std::vector<at::Tensor> keep, keys = cast(c.keys, at::kHalf, cuda), values = cast(c.values, at::kHalf, cuda);
-    const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, at::kHalf, cuda, keep));
+    const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, at::kHalf, cuda, keep), kind);
     const Step s = twoSteps(d, 1076)[0];
     const Inputs in(c, s, cuda);
     const auto floats = at::TensorOptions().dtype(at::kFloat).device(cuda);
@@ -387,6 +413,15 @@ LECTOR_TEST(cudaStepIsDeterministic)
         differing += at::equal(again, first) ? 0 : 1;
     }
     LECTOR_CHECK_MSG(differing == 0, differing << " of 30 launches differ from the first");
+}
+
+}  // namespace
+
+LECTOR_TEST(cudaStepIsDeterministic)
+{
+    kt::requireCuda();
+    checkDeterministic(Kind::Persistent);
+    checkDeterministic(Kind::HeadParallel);
 }
 
 #endif  // LECTOR_HAVE_CUDA

@@ -1,0 +1,72 @@
+// One decode step of one sequence as two kernels a layer, the layer partitioned by KV head the way tensor
+// parallelism splits it over GPUs (the second way gpu::PersistentDecoder runs a batch-1 step; the same
+// PersistentDecodeParams, the same results as its CPU reference up to the order of float32 sums).
+//
+// Why: the kernel chain pays six dependencies among all multiprocessors a layer (qkv, QK-norm/RoPE,
+// attention, o, gate/up, down: ~1.4 us each, docs/perf.md call 135). Split by KV head, o and down become
+// row-parallel, and only two stay grid-wide:
+//   attention kernel, a thread-block cluster of 16 CTAs per KV head (8 clusters): add + RMSNorm of the
+//     residual and the last layer's down partials; the head's 512 qkv rows (its 2 query heads, its key and
+//     value), 32 a CTA; the rows pushed into every CTA of the cluster (distributed shared memory); RoPE,
+//     QK-norm and the new token's K/V write; each CTA attends over 1/16 of the context (a warp per 8 keys,
+//     online softmax), pushes its partial, and merges the 16 locally; o's 64 rows a CTA times the head's
+//     256 outputs: a partial of the hidden vector per KV head, in float32;
+//   MLP kernel, clusters of 16 over 448 intermediate columns each: add + RMSNorm of the residual and the
+//     8 o partials; 28 gate and 28 up rows a CTA; SiLU-mul pushed into the cluster; down's 64 rows a CTA
+//     times the cluster's 448 products: 8 partials, in float32.
+// Every CTA loads its weights and its share of the K/V (up to kHpPrefetchKeys keys) before the PDL wait
+// and lets the next kernel launch at once; an attention CTA and an MLP CTA fit one multiprocessor
+// together, so the next kernel's CTAs stream their weights while this one computes. After the last layer
+// a one-CTA kernel adds and normalises, and the SIMT skinny GEMM computes the LM head's logits.
+//
+// Numerics follow the chain (persistent_decode_ref.h): each projection rounds once to the dtype (o and
+// down: the sum of their partials, rounded, is the chain's product); the residual is rounded at each add
+// and normalised as rms_norm.cuh; RoPE then QK-norm, rounded once; softmax in float32; SiLU-mul of the
+// rounded gate/up, rounded. The weights are read in place ([out, in] rows; no copy).
+//
+// Requirements (headParallelDecodeUnsupported says which failed): float16 or bfloat16; HunyuanOCR's
+// decoder shapes (hidden 1024, intermediate 3584, 16 query and 8 KV heads of 128); sm_90 with clusters of
+// 16 CTAs; every matrix contiguous and 16-byte aligned. Keys past kHpPrefetchKeys per CTA (contexts
+// above 16 x 84) are read after the wait, one group of 8 a warp at a time.
+// Engine thread (core/runner/model_runner), one step per launch sequence; CUDA graphs capture it.
+#pragma once
+
+#include "gpu/kernels/persistent_decode.cuh"
+
+namespace lector::gpu {
+
+constexpr int kHpHidden = 1024, kHpIntermediate = 3584, kHpQHeads = 16, kHpKvHeads = 8, kHpHeadDim = 128;
+constexpr int kHpCluster = 16;           // CTAs a KV head (and a group of 448 intermediate columns)
+constexpr int kHpCtas = kHpKvHeads * kHpCluster;
+constexpr int kHpPrefetchKeys = 84;      // keys a CTA loads before the wait (one MLP CTA still fits beside)
+
+// Workspace: residual after attention and after the MLP (float32, rounded to the dtype), the o and down
+// partials [8, hidden] float32, the final normalised row in the dtype.
+struct HeadParallelWorkspace {
+    int64_t residualAttn, residualMlp, oPartials, downPartials, finalRow, total;
+};
+constexpr HeadParallelWorkspace headParallelWorkspace()
+{
+    HeadParallelWorkspace w{};
+    w.residualAttn = 0;
+    w.residualMlp = w.residualAttn + kHpHidden * 4;
+    w.oPartials = w.residualMlp + kHpHidden * 4;
+    w.downPartials = w.oPartials + int64_t(kHpKvHeads) * kHpHidden * 4;
+    w.finalRow = w.downPartials + int64_t(kHpKvHeads) * kHpHidden * 4;
+    w.total = w.finalRow + kHpHidden * 4;
+    return w;
+}
+
+// Empty when the shapes of `p` are the ones the kernels are built for, else what differs.
+const char* headParallelDecodeShapeMismatch(const PersistentDecodeParams& p);
+
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+// Whether `device` runs the kernels: sm_90 or newer, and clusters of 16 CTAs of their size fit.
+bool headParallelDecodeSupported(int device);
+// Asynchronous on `stream`. p.workspace holds headParallelWorkspace().total bytes; p.counters, numCtas
+// and the trace are not used. The first kernel is launched without PDL (it starts after the work before
+// it: the step's inputs), the others with it.
+cudaError_t launchHeadParallelDecode(const PersistentDecodeParams& p, cudaStream_t stream);
+#endif
+
+}  // namespace lector::gpu
