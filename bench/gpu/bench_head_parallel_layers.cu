@@ -4,22 +4,26 @@
 // parallelism partitions a layer over GPUs, only two of them stay global:
 //   kernel A, a thread-block cluster of 16 CTAs per KV head (8 clusters, 128 CTAs): the add + RMSNorm of
 //     the residual and the last layer's down partials; the head's 512 qkv rows (q of its 2 query heads,
-//     its k and v), 32 a CTA; a cluster barrier hands q to every CTA (distributed shared memory); each CTA
-//     attends over 1/16 of the context; a cluster barrier merges the 16 partitions; o's rows times the
-//     head's 256 attention outputs (o is row-parallel over the heads): a partial sum of the hidden
-//     vector per cluster, 64 rows a CTA, into global memory;
-//   kernel B, clusters alike over the 3584 intermediate columns (448 a cluster, 28 a CTA): the add +
-//     RMSNorm of the residual and the 8 o partials; gate and up rows; SiLU-mul; a cluster barrier hands the
-//     cluster's 448 products to every CTA; down's rows times them (row-parallel again): 8 partials.
+//     its k and v), 32 a CTA; q pushed into every CTA of the cluster (distributed shared memory) before a
+//     cluster barrier; each CTA attends over 1/16 of the context (a warp per 8 keys, online softmax); the
+//     16 partials pushed, merged locally; o's 64 rows a CTA times the head's 256 outputs (o is
+//     row-parallel over the heads): a partial of the hidden vector per cluster, into global memory;
+//   kernel B, clusters of LECTOR_HP_MLP_CLUSTER (16; 8 was slower) over the intermediate columns, 28 a
+//     CTA: the add + RMSNorm of the residual and the 8 o partials; gate and up rows, a warp a row; SiLU-mul
+//     pushed into the cluster; down's rows times the cluster's products (row-parallel again): partials.
 // Every CTA loads its weights (and its share of the K/V) before the PDL wait, and lets the next kernel
 // launch at once, so the next kernel's CTAs, resident beside this one's (shared memory and registers are
-// sized for that), stream their weights while this one computes.
+// sized for that), stream their weights while this one computes. gpu/kernels/head_parallel_decode.cu is
+// the decoder built from it (docs/perf.md, calls 144-156).
 //
 // Not the decoder: no QK-norm, RoPE, norm weights or K/V write of the new token (its k and v go to a
 // buffer; the context is the 1076 cached tokens), no LM head; the weights are laid out per CTA. The step
-// has the decoder's bytes (38.5 MB a layer) and its arithmetic otherwise. The bench checks two layers
+// has the decoder's bytes (39 MB a layer) and its arithmetic otherwise. The bench checks two layers
 // against a CPU reference of the same arithmetic, then times 24 layers (one step) in a CUDA graph against
-// the bytes at copy bandwidth, with and without PDL, with the loads after the wait, and each kernel alone.
+// the bytes at copy bandwidth: as designed, with the attention kernel padded over half a multiprocessor's
+// shared memory (two never share one), with each kernel prefetching the next one's slices into the L2,
+// with the loads after the wait, without PDL, and each kernel alone; then traces one step per stage
+// (clock64) and per cluster (entry and exit on the globaltimer, and the multiprocessors it ran on).
 // Without libtorch:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_head_parallel_layers.cu \
 //        -o build-gpu/bench_head_parallel_layers
@@ -162,19 +166,14 @@ struct SmemB {
     float red[kWarps];
 };
 
-__device__ __forceinline__ void cpAsync16(void* smemDst, const void* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(gpu::smemAddr(smemDst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// barrier.cluster, split: every thread of every CTA arrives, then waits. An exchange pushes into the other
-// CTAs' shared memory before it arrives (release), so after the wait (acquire) it reads only its own.
-__device__ __forceinline__ void clusterArriveRelaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
-__device__ __forceinline__ void clusterArrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
-__device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+// cp.async and barrier.cluster from gpu/kernels/common.cuh. An exchange pushes into the other CTAs'
+// shared memory before it arrives (release), so after the wait (acquire) it reads only its own.
+using gpu::clusterArriveRelaxed;
+using gpu::cpAsyncCommit;
+using gpu::cpAsyncWait;
+__device__ __forceinline__ void cpAsync16(void* smemDst, const void* src) { gpu::cpAsync16(smemDst, src, true); }
+__device__ __forceinline__ void clusterArrive() { gpu::clusterArriveRelease(); }
+__device__ __forceinline__ void clusterWait() { gpu::clusterWaitAcquire(); }
 
 // sum over 8 halves of a times 8 halves of b, in float32
 __device__ __forceinline__ float dot8(const uint4& a, const uint4& b)

@@ -392,6 +392,28 @@ __device__ __forceinline__ float warpMax(float x)
 }
 
 // Sum over the whole block (blockDim.x a multiple of 32, at most 1024). Every thread gets the result.
+// --- barrier.cluster (sm_90): every thread of every CTA of the cluster arrives, then waits ---
+// Writes before a release arrive (global, or pushed into another CTA's shared memory) are visible to
+// every thread of the cluster after its acquire wait.
+__device__ __forceinline__ void clusterArriveRelaxed()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void clusterArriveRelease()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void clusterWaitAcquire()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float blockSum(float x, float* scratch /* [32] shared */)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

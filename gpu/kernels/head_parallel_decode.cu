@@ -61,7 +61,7 @@ struct SmemAttention {
     float recv[kHpCluster][kHeadOut];       // every CTA's partial, pushed by it
     float recvM[kHpCluster][kGroupSize], recvL[kHpCluster][kGroupSize];
     alignas(16) T merged[kHeadOut];
-    float red[kWarps];
+    float red[32];                          // blockSum's scratch
     uint8_t keyLoaded[kHpPrefetchKeys];     // the prefetched key's block is in the pool (else it is masked)
 };
 
@@ -71,7 +71,7 @@ struct SmemMlp {
     alignas(16) T x[kHpHidden];
     alignas(16) T hAll[kInterCluster];      // pushed by every CTA of the cluster
     float rowOut[2 * kInterCta];
-    float red[kWarps];
+    float red[32];                          // blockSum's scratch
 };
 
 struct Buffers {
@@ -82,20 +82,10 @@ struct Buffers {
     void* finalRow;       // [1024] in the dtype
 };
 
-__device__ __forceinline__ void cpAsync16(void* smemDst, const void* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smemAddr(smemDst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommitGroup() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWaitGroup() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// barrier.cluster, split. An exchange pushes into the other CTAs' shared memory, then arrives (release);
-// after the wait (acquire) a CTA reads only its own. The arrive at a kernel's start, waited for before
-// the first push, makes sure every CTA of the cluster runs (its shared memory exists) by then.
-__device__ __forceinline__ void clusterArriveRelaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
-__device__ __forceinline__ void clusterArrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
-__device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+// Exchanges inside a cluster (common.cuh's barrier.cluster): a CTA pushes into the other CTAs' shared
+// memory, then arrives (release); after the wait (acquire) it reads only its own. The relaxed arrive at a
+// kernel's start, waited for before the first push, makes sure every CTA of the cluster runs (its shared
+// memory exists) by then.
 
 template <class T>
 __device__ __forceinline__ float dot8(const uint4& a, const uint4& b)
@@ -111,17 +101,6 @@ template <class T>
 __device__ __forceinline__ float roundTo(float x)
 {
     return toFloat(fromFloat<T>(x));
-}
-
-__device__ __forceinline__ float blockSum(float v, float* red)
-{
-    v = warpSum(v);
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) s += red[w];
-    return s;
 }
 
 template <class T>
@@ -234,16 +213,16 @@ __global__ void __launch_bounds__(kThreads, 2)
             const T* k = t == newKey ? nullptr : cacheRow(keyCache, p, t, head);
             if (c == 0) sm.keyLoaded[key] = k != nullptr;
             if (!k) continue;
-            cpAsync16(sm.k + key * kKRow + c * 8, k + c * 8);
-            cpAsync16(sm.v + key * kHpHeadDim + c * 8, cacheRow(valueCache, p, t, head) + c * 8);
+            cpAsync16(sm.k + key * kKRow + c * 8, k + c * 8, true);
+            cpAsync16(sm.v + key * kHpHeadDim + c * 8, cacheRow(valueCache, p, t, head) + c * 8, true);
         }
-    cpAsyncCommitGroup();
+    cpAsyncCommit();
     {
         const T* src = oW + int64_t(kOutRowsCta * rank + oRow) * (kHpQHeads * kHpHeadDim) + kHeadOut * head;
 #pragma unroll
-        for (int j = 0; j < kHeadOut / 32; ++j) cpAsync16(sm.o + oRow * kORow + (j * 4 + oPart) * 8, src + (j * 4 + oPart) * 8);
+        for (int j = 0; j < kHeadOut / 32; ++j) cpAsync16(sm.o + oRow * kORow + (j * 4 + oPart) * 8, src + (j * 4 + oPart) * 8, true);
     }
-    cpAsyncCommitGroup();
+    cpAsyncCommit();
     clusterArriveRelaxed();
     allowDependentLaunch();
     gridDependencyWait();
@@ -263,14 +242,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     acc += __shfl_xor_sync(0xffffffffu, acc, 1);
     acc += __shfl_xor_sync(0xffffffffu, acc, 2);
     acc += __shfl_xor_sync(0xffffffffu, acc, 4);
-    clusterWait();
+    clusterWaitAcquire();
     if (qPart == 0) {
         const T v = fromFloat<T>(acc);
 #pragma unroll
         for (int r = 0; r < kHpCluster; ++r) *cluster.map_shared_rank(&sm.qkv[rank * kQkvRowsCta + qRow], r) = v;
     }
-    clusterArrive();
-    clusterWait();
+    clusterArriveRelease();
+    clusterWaitAcquire();
 
     // RoPE, then QK-norm, of the query heads (warps 0, 1) and the key (warp 2): lane has pairs (j, j + 64)
     // for j = lane, lane + 32. CTA 0 writes the new key and value into the cache.
@@ -311,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    cpAsyncWaitGroup<1>();
+    cpAsyncWait<1>();
     __syncthreads();
 
     // Attention over the partition: a warp takes groups of 8 keys (warp, warp + 8, ...), lane = 4 x key +
@@ -424,8 +403,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    clusterArrive();
-    clusterWait();
+    clusterArriveRelease();
+    clusterWaitAcquire();
     {  // merge the 16 partitions (the new key's makes the max finite), rounded as the attention's output
         const int g = tid / kHpHeadDim;
         float top = -INFINITY;
@@ -440,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         sm.merged[tid] = fromFloat<T>(o / sum);
     }
-    cpAsyncWaitGroup<0>();
+    cpAsyncWait<0>();
     __syncthreads();
     {  // o rows: this CTA's 64 rows times the head's 256 outputs, a partial of the hidden vector
         float s = 0.0f;
@@ -478,8 +457,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     T* guDst = sm.gu + warp * kGuWarpElems - 32 * 8;  // chunk c of row rr at guDst + (rr * 128 + c) * 8
     const uint4 g0 = loadNc16(guSrc + lane * 8);
 #pragma unroll
-    for (int i = lane + 32; i < kGuRowsWarp * kHpHidden / 8; i += 32) cpAsync16(guDst + i * 8, guSrc + i * 8);
-    cpAsyncCommitGroup();
+    for (int i = lane + 32; i < kGuRowsWarp * kHpHidden / 8; i += 32) cpAsync16(guDst + i * 8, guSrc + i * 8, true);
+    cpAsyncCommit();
     const int dRow = tid >> 2, dPart = tid & 3;
     uint4 wd[kInterCluster / 32];
     {
@@ -494,7 +473,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     gridDependencyWait();
 
     addNorm<T>(b.residualAttn, b.oPartials, nullptr, b.residualMlp, normW, p.eps, sm.x, sm.red);
-    cpAsyncWaitGroup<0>();
+    cpAsyncWait<0>();
     __syncthreads();
     {  // gate and up rows, a warp each, rounded (lane: chunks lane + 32 j, x in registers)
         uint4 xr[4];
@@ -511,15 +490,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     __syncthreads();
-    clusterWait();
+    clusterWaitAcquire();
     if (tid < kInterCta) {
         const float g = sm.rowOut[tid], u = sm.rowOut[kInterCta + tid];
         const T h = fromFloat<T>(g / (1.0f + __expf(-g)) * u);
 #pragma unroll
         for (int r = 0; r < kHpCluster; ++r) *cluster.map_shared_rank(&sm.hAll[rank * kInterCta + tid], r) = h;
     }
-    clusterArrive();
-    clusterWait();
+    clusterArriveRelease();
+    clusterWaitAcquire();
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < kInterCluster / 32; ++j) s += dot8<T>(wd[j], *reinterpret_cast<const uint4*>(sm.hAll + (j * 4 + dPart) * 8));
@@ -533,7 +512,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 template <class T>
 __global__ void __launch_bounds__(kThreads) hpFinalNormKernel(const __grid_constant__ PersistentDecodeParams p, Buffers b)
 {
-    __shared__ float red[kWarps];
+    __shared__ float red[32];
     __shared__ float unused[kHpHidden];
     float normW[4];
     loadWeight4(static_cast<const T*>(p.finalNorm), normW);

@@ -381,25 +381,7 @@ constexpr int clusterPreBlocks()
     return sizeof(T) == 4 ? 1 : 2;
 }
 
-// --- barrier.cluster: every thread of every CTA of the cluster arrives, then waits ---
-__device__ __forceinline__ void clusterArriveRelaxed()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void clusterArriveRelease()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void clusterWaitAcquire()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
+// (barrier.cluster: clusterArriveRelaxed / clusterArriveRelease / clusterWaitAcquire, common.cuh)
 
 // Floats of the cluster merge's receive area in each CTA: its slice of every partition's output, then
 // every partition's max and sum per query head.
