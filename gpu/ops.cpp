@@ -820,6 +820,11 @@ PersistentDecoder::PersistentDecoder(PersistentDecoderModel model, Kind kind) : 
 #endif
 }
 
+int64_t PersistentDecoder::prefetchedContext() const
+{
+    return m_kind == Kind::HeadParallel ? int64_t(kHpCluster) * kHpPrefetchKeys : std::numeric_limits<int64_t>::max();
+}
+
 void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId, const at::Tensor& positions,
                              const at::Tensor& slot, const at::Tensor& contextLen, const at::Tensor& blockTable) const
 {

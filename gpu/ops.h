@@ -185,6 +185,9 @@ public:
     void step(const at::Tensor& logits, const at::Tensor& tokenId, const at::Tensor& positions, const at::Tensor& slot,
               const at::Tensor& contextLen, const at::Tensor& blockTable) const;
     int numCtas() const { return m_params.numCtas; }
+    // Keys a step attends to before it reads some after its PDL wait (head-parallel kernels: 16 x 84; the
+    // persistent kernel streams every key the same way: no limit). Longer contexts run slower than the chain.
+    int64_t prefetchedContext() const;
 
 private:
     PersistentDecoderModel m_model;

@@ -859,6 +859,20 @@ int ModelRunner::captureGraphs()
         graph->graph.capture(device, body, pool);
         pool = &graph->graph;
         m_graphs.emplace(b, std::move(graph));
+        // The head-parallel kernels read keys past their prefetch one group at a time (0.75 ms a step at
+        // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
+        // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
+        if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs) {
+            auto chain = std::make_unique<DecodeGraph>();
+            auto chainBody = [&] {
+                chain->logits = logits(forward(embedRows(meta, at::Tensor()), meta));
+                if (m_sampler) m_sampler->launch(meta.ids, chain->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
+            };
+            chainBody();
+            chain->graph.capture(device, chainBody, pool);
+            m_longContextGraph = std::move(chain);
+            m_longContextFrom = m_persistent->prefetchedContext();
+        }
     }
     useEagerAttention();
     return static_cast<int>(m_graphs.size());
@@ -949,8 +963,9 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
         graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
-    it->second->graph.replay();
-    return it->second->logits.narrow(0, 0, batch);
+    DecodeGraph& graph = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom ? *m_longContextGraph : *it->second;
+    graph.graph.replay();
+    return graph.logits.narrow(0, 0, batch);
 }
 
 }  // namespace lector::runner

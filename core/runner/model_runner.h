@@ -224,6 +224,10 @@ private:
     at::Tensor m_graphScratch;  // int64 zeros: the graphs' sampler scratch
     std::int64_t graphMaxBlocks() const;  // block-table width of the graphs: graphContextTokens / 16
     std::map<int, std::unique_ptr<DecodeGraph>> m_graphs;  // by batch size
+    // The kernel chain's graph of one sequence, where m_persistent's graph slows past its prefetched
+    // context (the head-parallel kernels): runGraph() takes it for longer contexts. Same inputs as graph 1.
+    std::unique_ptr<DecodeGraph> m_longContextGraph;
+    std::int64_t m_longContextFrom = 0;  // contexts (keys, the new one included) above this take it
 };
 
 // The decoder's weights and kv's caches as gpu::PersistentDecoder reads them (in place, no copies), with
