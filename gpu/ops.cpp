@@ -735,15 +735,16 @@ std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m
 #ifndef LECTOR_GPU_HAVE_LAUNCHERS
     return "this build has no CUDA kernels";
 #else
+    // The model's shapes as the launchers check them.
+    PersistentDecodeParams shape;
+    shape.dtype = type == at::kHalf ? DType::F16 : type == at::kBFloat16 ? DType::BF16 : DType::F32;
+    shape.hidden = static_cast<int>(hidden);
+    shape.intermediate = static_cast<int>(intermediate);
+    shape.numQHeads = m.numQHeads;
+    shape.numKvHeads = m.numKvHeads;
+    shape.headDim = static_cast<int>(headDim);
+    shape.numPosAxes = static_cast<int>(m.sections.size());
     if (kind == Kind::HeadParallel) {
-        PersistentDecodeParams shape;
-        shape.dtype = type == at::kHalf ? DType::F16 : type == at::kBFloat16 ? DType::BF16 : DType::F32;
-        shape.hidden = static_cast<int>(hidden);
-        shape.intermediate = static_cast<int>(intermediate);
-        shape.numQHeads = m.numQHeads;
-        shape.numKvHeads = m.numKvHeads;
-        shape.headDim = static_cast<int>(headDim);
-        shape.numPosAxes = static_cast<int>(m.sections.size());
         if (const char* why = headParallelDecodeShapeMismatch(shape); *why) return why;
         const c10::DeviceGuard guard(anchor.device());
         if (!headParallelDecodeSupported(anchor.device().index()))
@@ -758,12 +759,6 @@ std::string PersistentDecoder::unsupportedReason(const PersistentDecoderModel& m
     if (hidden % 8 != 0 || intermediate % 8 != 0 || hidden > slotElems || intermediate > slotElems || attnWidth > slotElems)
         return because("hidden ", hidden, " / intermediate ", intermediate, ": multiples of 8 up to ", slotElems);
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    PersistentDecodeParams shape;
-    shape.hidden = static_cast<int>(hidden);
-    shape.intermediate = static_cast<int>(intermediate);
-    shape.numQHeads = m.numQHeads;
-    shape.numKvHeads = m.numKvHeads;
-    shape.headDim = static_cast<int>(headDim);
     shape.numCtas = persistentDecodeCtas(anchor.device().index());
     int optIn = 0;
     cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, anchor.device().index());

@@ -848,29 +848,26 @@ int ModelRunner::captureGraphs()
             packed.copy_(h);
         }
         useGraphAttention(b);
-        auto graph = std::make_unique<DecodeGraph>();
-        const bool persistent = persistentStep(meta);
-        auto body = [&] {
-            graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
-            // The next step's ids: drawn into this graph's own input, where the next replay reads them.
-            if (m_sampler) m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
+        // A graph of this size through m_persistent's decoder or the kernel chain.
+        auto captured = [&](bool persistent) {
+            auto graph = std::make_unique<DecodeGraph>();
+            auto body = [&] {
+                graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
+                // The next step's ids: drawn into this graph's own input, where the next replay reads them.
+                if (m_sampler) m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
+            };
+            body();  // warm-up: cuBLAS handles and workspaces exist before capture
+            graph->graph.capture(device, body, pool);
+            pool = &graph->graph;
+            return graph;
         };
-        body();  // warm-up: cuBLAS handles and workspaces exist before capture
-        graph->graph.capture(device, body, pool);
-        pool = &graph->graph;
-        m_graphs.emplace(b, std::move(graph));
+        const bool persistent = persistentStep(meta);
+        m_graphs.emplace(b, captured(persistent));
         // The head-parallel kernels read keys past their prefetch one group at a time (0.75 ms a step at
         // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
         // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
         if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs) {
-            auto chain = std::make_unique<DecodeGraph>();
-            auto chainBody = [&] {
-                chain->logits = logits(forward(embedRows(meta, at::Tensor()), meta));
-                if (m_sampler) m_sampler->launch(meta.ids, chain->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
-            };
-            chainBody();
-            chain->graph.capture(device, chainBody, pool);
-            m_longContextGraph = std::move(chain);
+            m_longContextGraph = captured(false);
             m_longContextFrom = m_persistent->prefetchedContext();
         }
     }

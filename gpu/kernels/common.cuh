@@ -96,12 +96,14 @@ inline cudaLaunchAttribute clusterDimAttribute(dim3 cluster)
     return attribute;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled, in thread-block clusters of
-// shape `cluster` (sm_90; each grid dimension a multiple of the cluster's) where cluster.x > 0. Clusters of
-// more than 8 CTAs need the kernel's cudaFuncAttributeNonPortableClusterSizeAllowed first.
+// kernel<<<grid, block, smem, stream>>>(args...), with PDL where `pdl` and enabled, in thread-block
+// clusters of shape `cluster` (sm_90; each grid dimension a multiple of the cluster's) where cluster.x > 0.
+// Clusters of more than 8 CTAs need the kernel's cudaFuncAttributeNonPortableClusterSizeAllowed first. A
+// kernel that must start after all the work before it (reads the step's inputs before its wait, say)
+// passes pdl = false.
 template <class... Params, class... Args>
-cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                   dim3 cluster, Args&&... args)
+cudaError_t launchKernelWithPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                dim3 cluster, bool pdl, Args&&... args)
 {
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
@@ -111,7 +113,7 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     cudaLaunchAttribute attribute[2];
     unsigned n = 0;
     if (cluster.x > 0) attribute[n++] = clusterDimAttribute(cluster);
-    if (programmaticLaunchEnabled()) {
+    if (pdl && programmaticLaunchEnabled()) {
         attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attribute[n].val.programmaticStreamSerializationAllowed = 1;
         ++n;
@@ -120,6 +122,14 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     config.numAttrs = n;
     LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
     return cudaGetLastError();
+}
+
+// launchKernelWithPdl with PDL where enabled.
+template <class... Params, class... Args>
+cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                   dim3 cluster, Args&&... args)
+{
+    return launchKernelWithPdl(kernel, grid, block, smem, stream, cluster, true, std::forward<Args>(args)...);
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with PDL where enabled.
@@ -391,7 +401,6 @@ __device__ __forceinline__ float warpMax(float x)
     return x;
 }
 
-// Sum over the whole block (blockDim.x a multiple of 32, at most 1024). Every thread gets the result.
 // --- barrier.cluster (sm_90): every thread of every CTA of the cluster arrives, then waits ---
 // Writes before a release arrive (global, or pushed into another CTA's shared memory) are visible to
 // every thread of the cluster after its acquire wait.
@@ -414,6 +423,7 @@ __device__ __forceinline__ void clusterWaitAcquire()
 #endif
 }
 
+// Sum over the whole block (blockDim.x a multiple of 32, at most 1024). Every thread gets the result.
 __device__ __forceinline__ float blockSum(float x, float* scratch /* [32] shared */)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

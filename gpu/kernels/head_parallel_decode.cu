@@ -113,7 +113,8 @@ __device__ __forceinline__ const T* tensorOf(const PersistentDecodeParams& p, in
 
 // x = RMSNorm(r) * weight in the dtype into shared memory, where r = round(residual + round(sum of the 8
 // partials)) is the chain's residual after its add (rms_norm.cuh), or the embedding row at layer 0;
-// CTA 0 of the grid stores r into `keep`. Thread t owns elements 4t .. 4t + 3; `weight` its 4 weights.
+// CTA 0 of the grid stores r into `keep` where given. Thread t owns elements 4t .. 4t + 3; `weight` its 4
+// weights.
 template <class T>
 __device__ __forceinline__ void addNorm(const float* residual, const float* partials, const T* embedRow, float* keep,
                                         const float (&weight)[4], float eps, T* x, float* red)
@@ -134,7 +135,7 @@ __device__ __forceinline__ void addNorm(const float* residual, const float* part
         r[0] = roundTo<T>(base.x + roundTo<T>(s.x)), r[1] = roundTo<T>(base.y + roundTo<T>(s.y));
         r[2] = roundTo<T>(base.z + roundTo<T>(s.z)), r[3] = roundTo<T>(base.w + roundTo<T>(s.w));
     }
-    if (blockIdx.x == 0) *reinterpret_cast<float4*>(keep + i) = make_float4(r[0], r[1], r[2], r[3]);
+    if (keep && blockIdx.x == 0) *reinterpret_cast<float4*>(keep + i) = make_float4(r[0], r[1], r[2], r[3]);
     const float inv = rsqrtf(blockSum(r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + r[3] * r[3], red) / kHpHidden + eps);
 #pragma unroll
     for (int e = 0; e < 4; ++e) x[i + e] = fromFloat<T>(r[e] * inv * weight[e]);
@@ -495,7 +496,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     clusterWaitAcquire();
     if (tid < kInterCta) {
         const float g = sm.rowOut[tid], u = sm.rowOut[kInterCta + tid];
-        const T h = fromFloat<T>(g / (1.0f + __expf(-g)) * u);
+        const T h = fromFloat<T>(silu(g) * u);
 #pragma unroll
         for (int r = 0; r < kHpCluster; ++r) *cluster.map_shared_rank(&sm.hAll[rank * kInterCta + tid], r) = h;
     }
@@ -515,30 +516,11 @@ template <class T>
 __global__ void __launch_bounds__(kThreads) hpFinalNormKernel(const __grid_constant__ PersistentDecodeParams p, Buffers b)
 {
     __shared__ float red[32];
-    __shared__ float unused[kHpHidden];
     float normW[4];
     loadWeight4(static_cast<const T*>(p.finalNorm), normW);
     gridDependencyWait();
     allowDependentLaunch();
-    addNorm<T>(b.residualMlp, b.downPartials, nullptr, reinterpret_cast<float*>(unused), normW, p.eps,
-               static_cast<T*>(b.finalRow), red);
-}
-
-cudaError_t launchInClusters(const void* kernel, size_t smem, cudaStream_t stream, bool pdl, void** args)
-{
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(kHpCtas);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[2];
-    attribute[0] = clusterDimAttribute(dim3(kHpCluster, 1, 1));
-    attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = pdl && programmaticLaunchEnabled() ? 2 : 1;
-    LECTOR_CUDA_TRY(cudaLaunchKernelExC(&config, kernel, args));
-    return cudaGetLastError();
+    addNorm<T>(b.residualMlp, b.downPartials, nullptr, nullptr, normW, p.eps, static_cast<T*>(b.finalRow), red);
 }
 
 template <class T>
@@ -565,10 +547,11 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
               reinterpret_cast<float*>(ws + w.oPartials), reinterpret_cast<float*>(ws + w.downPartials), ws + w.finalRow};
     PersistentDecodeParams params = p;
     for (int layer = 0; layer < p.numLayers; ++layer) {
-        void* args[] = {&params, &b, &layer};
-        LECTOR_CUDA_TRY(launchInClusters(reinterpret_cast<const void*>(hpAttentionKernel<T>), sizeof(SmemAttention<T>),
-                                         stream, layer > 0, args));
-        LECTOR_CUDA_TRY(launchInClusters(reinterpret_cast<const void*>(hpMlpKernel<T>), sizeof(SmemMlp<T>), stream, true, args));
+        // The first kernel reads the step's inputs before its wait: it starts after the work before it.
+        LECTOR_CUDA_TRY(launchKernelWithPdl(hpAttentionKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemAttention<T>),
+                                            stream, dim3(kHpCluster, 1, 1), layer > 0, params, b, layer));
+        LECTOR_CUDA_TRY(launchKernelInClusters(hpMlpKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemMlp<T>), stream,
+                                               dim3(kHpCluster, 1, 1), params, b, layer));
     }
     LECTOR_CUDA_TRY(launchKernel(hpFinalNormKernel<T>, dim3(1), dim3(kThreads), 0, stream, params, b));
     SkinnyGemmParams g;
