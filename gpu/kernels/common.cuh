@@ -201,8 +201,10 @@ struct Vec16 {
     float v[kVecElems<T>];
 };
 
+// The operand is taken by value: by reference, an operand that lives in shared or global memory was read
+// as eight 2-byte loads (the PTX of the skinny GEMMs showed thousands), by value it is one 16-byte load.
 template <class T>
-__device__ __forceinline__ Vec16<T> unpack16(const uint4& raw)
+__device__ __forceinline__ Vec16<T> unpack16(const uint4 raw)
 {
     Vec16<T> out;
     const T* e = reinterpret_cast<const T*>(&raw);
