@@ -172,6 +172,15 @@ print("graph sampler (%s): %d / %d pages, %s; first text %r" % (mode, len(a), le
       (a[0].get("text") or "")[:60] if a else None))
 PY
 done | tee "$W/graph_sampler.txt"
+step "one request with 1000 new tokens (contexts to 2076): the engine's choice, head-parallel throughout, the chain throughout"
+L="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 1000 --ignore-eos"
+for mode in auto hp-only off; do
+  env=""; flag="--persistent-decode auto"
+  [ "$mode" = hp-only ] && env="LECTOR_LONG_CONTEXT_GRAPH=0"
+  [ "$mode" = off ] && flag="--persistent-decode off"
+  env $env timeout 60 $CLI bench /tmp/pages/p000.ppm $L $flag --warmup 1 --repeat 3 --no-throughput 2>&1 \
+    | grep -E "^(decode|per_token|total)" | sed "s/^/1000 tokens, $mode: /" | tee -a "$W/latency.txt"
+done
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
