@@ -14,7 +14,6 @@
 #include <numeric>
 #include <sstream>
 
-#include "gpu/ref/fused_mlp_ref.h"
 #include "gpu/ref/kv_cache_write_ref.h"
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "gpu/ref/paged_prefill_attention_ref.h"
@@ -488,93 +487,6 @@ void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& 
     SkinnyGemmParams p = skinnyParams(out, x, weight, siluMulInput ? x.size(1) / 2 : x.size(1), engine, op);
     p.siluMulInput = siluMulInput;
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
-}
-
-namespace {
-
-// The fused MLP's workspace on the anchor's CUDA device: zeroed once (its tickets), every launch leaves
-// them zero; allocated outside graph capture, kept for the process. nullptr on CPU.
-#ifdef LECTOR_GPU_HAVE_LAUNCHERS
-void* fusedMlpWorkspace(const at::Tensor& anchor, const char* op)
-{
-    if (!anchor.is_cuda()) return nullptr;
-    static std::mutex mutex;
-    static std::map<int, at::Tensor> buffers;
-    const std::lock_guard lock(mutex);
-    at::Tensor& b = buffers[anchor.device().index()];
-    if (!b.defined()) {
-        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-        TORCH_CHECK(cudaStreamIsCapturing(currentStream(anchor), &status) == cudaSuccess &&
-                        status == cudaStreamCaptureStatusNone,
-                    op, ": its workspace must be allocated before graph capture");
-        b = at::zeros({fusedMlpWorkspaceBytes()}, anchor.options().dtype(at::kByte));
-    }
-    return b.data_ptr();
-}
-#endif
-
-}  // namespace
-
-void fusedMlp(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn, const at::Tensor& residualOut,
-              const at::Tensor& normWeight, double eps, const at::Tensor& gateUp, const at::Tensor& down)
-{
-    const char* op = "fusedMlp";
-    FusedMlpParams p;
-    p.dtype = dtypeOf(delta, op, "delta");
-    TORCH_CHECK(delta.dim() == 2 && delta.is_contiguous(), op, ": delta must be [rows, hidden] and contiguous, got ",
-                delta.sizes());
-    const int64_t rows = delta.size(0), hidden = delta.size(1);
-    for (auto [t, name] : {std::pair{&out, "out"}, {&residualIn, "residualIn"}, {&residualOut, "residualOut"}}) {
-        checkLike(*t, delta, op, name);
-        TORCH_CHECK(t->sizes() == delta.sizes() && t->is_contiguous(), op, ": ", name, " must be ", delta.sizes(),
-                    " and contiguous, got ", t->sizes());
-    }
-    for (auto [t, name] : {std::pair{&normWeight, "normWeight"}, {&gateUp, "gateUp"}, {&down, "down"}}) {
-        checkLike(*t, delta, op, name);
-        TORCH_CHECK(t->is_contiguous(), op, ": ", name, " must be contiguous");
-    }
-    TORCH_CHECK(down.dim() == 2 && down.size(0) == hidden, op, ": down must be [", hidden, ", intermediate], got ",
-                down.sizes());
-    const int64_t inter = down.size(1);
-    TORCH_CHECK(gateUp.dim() == 2 && gateUp.size(0) == 2 * inter && gateUp.size(1) == hidden, op, ": gateUp must be [",
-                2 * inter, ", ", hidden, "], got ", gateUp.sizes());
-    TORCH_CHECK(normWeight.dim() == 1 && normWeight.size(0) == hidden, op, ": normWeight must be [", hidden, "], got ",
-                normWeight.sizes());
-    TORCH_CHECK(residualOut.data_ptr() != residualIn.data_ptr(), op, ": residualOut must not alias residualIn");
-    p.rows = toInt(rows, op, "rows");
-    p.hidden = toInt(hidden, op, "hidden");
-    p.intermediate = toInt(inter, op, "intermediate");
-    p.eps = static_cast<float>(eps);
-    p.residualIn = residualIn.data_ptr();
-    p.delta = delta.data_ptr();
-    p.residualOut = residualOut.data_ptr();
-    p.normWeight = normWeight.data_ptr();
-    p.gateUp = gateUp.data_ptr();
-    p.down = down.data_ptr();
-    p.out = out.data_ptr();
-#ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    if (delta.is_cuda()) {
-        p.workspace = fusedMlpWorkspace(delta, op);
-        const char* why = fusedMlpUnsupported(p);
-        TORCH_CHECK(!*why, op, ": ", why, " (got ", rows, " x ", hidden, ", intermediate ", inter, ", ", delta.scalar_type(), ")");
-    }
-#endif
-    if (rows == 0) return;
-    dispatch(delta, op, p, LECTOR_LAUNCHER(launchFusedMlp), &ref::fusedMlpRef);
-}
-
-bool fusedMlpAvailable(const c10::Device& device, at::ScalarType dtype, int64_t hidden, int64_t intermediate)
-{
-#ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    if (!device.is_cuda() || (dtype != at::kHalf && dtype != at::kBFloat16) || hidden != kFusedMlpHidden ||
-        intermediate != kFusedMlpIntermediate)
-        return false;
-    const c10::DeviceGuard guard(device);
-    return fusedMlpSupported(device.index());
-#else
-    (void)device, (void)dtype, (void)hidden, (void)intermediate;
-    return false;
-#endif
 }
 
 void skinnyLinearAddRmsNorm(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn,

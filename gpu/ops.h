@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "gpu/kernels/fused_mlp.cuh"
 #include "gpu/kernels/paged_prefill_attention.cuh"
 #include "gpu/kernels/head_parallel_decode.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
@@ -133,18 +132,6 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 // rows (it throws otherwise); on CPU both engines are the reference.
 void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false,
                   SkinnyEngine engine = SkinnyEngine::Simt);
-
-// The decoder layer's MLP block for 1..32 decode rows in one kernel (fused_mlp.cuh): residualOut =
-// residualIn + delta (rounded), x = RMSNorm(residualOut) * normWeight, out = (silu(x gate^T) * (x up^T))
-// down^T, where gateUp = [gate; up]: [2 intermediate, hidden] and down [hidden, intermediate]. delta,
-// residualIn, residualOut, out: [rows, hidden], contiguous; out may alias delta, residualOut must not alias
-// residualIn. On CUDA: float16 or bfloat16, hidden 1024 and intermediate 3584, sm_90 (fusedMlpAvailable);
-// a zeroed ticket workspace per device is allocated at the first call (make it outside graph capture).
-// CPU tensors run the reference (any shape).
-void fusedMlp(const at::Tensor& out, const at::Tensor& delta, const at::Tensor& residualIn, const at::Tensor& residualOut,
-              const at::Tensor& normWeight, double eps, const at::Tensor& gateUp, const at::Tensor& down);
-// Whether fusedMlp runs on `device` for these shapes and dtype (false off CUDA).
-bool fusedMlpAvailable(const c10::Device& device, at::ScalarType dtype, int64_t hidden, int64_t intermediate);
 
 // fusedAddRmsNorm then skinnyLinear in one kernel: residualOut = residualIn + delta (rounded),
 // out = (normWeight * residualOut / rms(residualOut)) weight^T. delta, residualIn, residualOut:

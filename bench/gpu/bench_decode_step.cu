@@ -21,7 +21,7 @@
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
-//        gpu/kernels/rms_norm.cu gpu/kernels/fused_mlp.cu \
+//        gpu/kernels/rms_norm.cu \
 //        gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu \
 //        -lcublas -lcuda -o build-gpu/bench_decode_step
 // (or the CMake target of the same name in CUDA builds). Correctness is the kernel tests' job; this one
@@ -53,7 +53,6 @@
 
 #include "bench/gpu/cuda_bench.h"
 #include "bench/gpu/decoder_bench.h"
-#include "gpu/kernels/fused_mlp.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/rms_norm.cuh"
@@ -94,7 +93,6 @@ struct Variant {
     // where they run apart (left out: what fusing them into the products could save at most).
     bool normKernels = true, siluMulKernel = true;
     bool lmHeadNorm = false;  // the final add + RMSNorm as the LM head's prologue instead of its own kernel
-    bool fusedMlp = false;    // the MLP block as one kernel (fused_mlp.cuh; up to 32 rows)
     // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
     // with -1, 64-key partitions merged by the ticket.
     int attentionCluster = 0;
@@ -104,7 +102,7 @@ struct Model {
     int rows = 0, context = 0, numBlocks = 0;
     std::vector<Layer> layers;
     std::unique_ptr<Buffer> lmHead, finalNorm, cosSin, positions, slots, table, lens, workspace, counters;
-    std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, act, logits, mlpWorkspace;
+    std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, act, logits;
     cublasHandle_t blas = nullptr;  // on the step's stream
 };
 
@@ -150,8 +148,6 @@ Model makeModel(int rows, int context)
     m.gateUp = halves(size_t(rows) * 2 * kInter, seed++, 1.0f);
     m.act = halves(size_t(rows) * kInter, seed++, 1.0f);
     m.logits = std::make_unique<Buffer>(size_t(rows) * kVocab * 4);
-    m.mlpWorkspace = std::make_unique<Buffer>(size_t(gpu::fusedMlpWorkspaceBytes()));
-    check(cudaMemset(m.mlpWorkspace->ptr, 0, m.mlpWorkspace->bytes), "memset");
     check(cudaDeviceSynchronize(), "fill");
     return m;
 }
@@ -325,20 +321,7 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
         if (v.oProj)
             ok = ok && gemm(m, engineOf(v, rows, kOProj),
                             projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream);
-        if (v.mlp && v.fusedMlp && rows <= gpu::kFusedMlpMaxRows) {
-            gpu::FusedMlpParams f;
-            f.rows = rows;
-            f.residualIn = m.residual->ptr;
-            f.delta = m.pending->ptr;
-            f.residualOut = m.spare->ptr;
-            f.normWeight = w.postNorm->ptr;
-            f.gateUp = w.gateUp->ptr;
-            f.down = w.down->ptr;
-            f.out = m.pending->ptr;  // may alias delta (fused_mlp.cuh)
-            f.workspace = m.mlpWorkspace->ptr;
-            run(gpu::launchFusedMlp(f, stream));
-            std::swap(m.residual, m.spare);
-        } else if (v.mlp) {
+        if (v.mlp) {
             ok = ok && normedProjection(m, v, kGateUpProj, m.gateUp->ptr, *w.gateUp, 2 * kInter, *w.postNorm, stream);
             const Engine e = engineOf(v, rows, kDownProj);
             if (prologueInside(v, kDownProj, e)) {
@@ -394,7 +377,6 @@ std::vector<Variant> variants(int rows)
                               gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)))
                 add(parts < 0 ? "attention in 64-key partitions" : "attention in clusters of " + std::to_string(parts),
                     [&](Variant& x) { x.attentionCluster = parts; });
-    if (rows <= gpu::kFusedMlpMaxRows) add("the MLP block as one kernel (fused_mlp)", [](Variant& x) { x.fusedMlp = true; });
     add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });
     add("without QK-norm/RoPE (K/V write)", [](Variant& x) { x.rope = false; });
     add("without attention", [](Variant& x) { x.attention = false; });

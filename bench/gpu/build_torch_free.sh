@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_sync_latency,
-# bench_persistent_skeleton, bench_head_parallel_layers, bench_fused_mlp) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_persistent_skeleton, bench_head_parallel_layers) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 78 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all ten)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all nine)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,19 +20,18 @@ mkdir -p "$OUT" "$OBJ"
 # bench -> the kernels and references it links besides its own source (the nvcc lines in its header)
 declare -A DEPS=(
   [bench_decode_attention]="gpu/kernels/paged_decode_attention.cu gpu/ref/paged_decode_attention_ref.cpp"
-  [bench_decode_step]="gpu/kernels/fused_mlp.cu gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu"
+  [bench_decode_step]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/silu_and_mul.cu"
   [bench_prefill]="gpu/kernels/paged_prefill_attention.cu gpu/kernels/paged_decode_attention.cu gpu/kernels/qk_norm_rope.cu gpu/kernels/rms_norm.cu gpu/kernels/silu_and_mul.cu gpu/ref/paged_prefill_attention_ref.cpp"
   [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu gpu/kernels/head_parallel_decode.cu gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
   [bench_sync_latency]=""
-  [bench_fused_mlp]="gpu/kernels/fused_mlp.cu gpu/ref/fused_mlp_ref.cpp gpu/ref/rms_norm_ref.cpp gpu/ref/skinny_gemm_ref.cpp gpu/ref/silu_and_mul_ref.cpp"
   [bench_persistent_skeleton]=""
   [bench_head_parallel_layers]=""
 )
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
-[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_fused_mlp)
+[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers)
 
 objOf() { echo "$OBJ/$(echo "$1" | tr '/' '_').o"; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
