@@ -12,11 +12,13 @@
 //     rows as the 8-wide one, K in quarters over the warps); each row's 32 values pushed into the CTA that
 //     owns the row's attention (row s: CTA s % 16; distributed shared memory);
 //   - the attention of its rows (1 or 2) over the whole context, 8 or 4 warps a row, each a stretch of
-//     keys in groups of 8 (lane = 4 x key + quarter of the dims), K and V of the next group loaded while
-//     this one is computed; the warps' partials merged; the row's 256 outputs pushed into every CTA;
+//     keys: a lane a key, 32 keys an iteration (or, with LECTOR_ROWS_LANE_PER_KEY=0, the batch-1 kernels'
+//     loop: lane = 4 x key + quarter of the dims, groups of 8, LECTOR_ROWS_DEPTH of them in flight); the
+//     warps' partials merged; the row's 256 outputs pushed into every CTA;
 //   - o on mma.sync: its 64 rows times every row's 256 outputs, a float32 partial per KV head.
 // Left out (a skeleton): the add + RMSNorm (x is the same every layer), RoPE and QK-norm, the new token's
-// K/V write, the MLP. Nothing is checked but that the partials come out finite.
+// K/V write, the MLP. Nothing is checked but that the partials come out finite. LECTOR_ROWS_HEADS=N (the
+// environment) launches only N KV heads' clusters (perf.md, calls 161-164: 8 make two waves here).
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_head_parallel_rows.cu \
 //        -o build-gpu/bench_head_parallel_rows
 #include <cooperative_groups.h>
@@ -26,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -50,6 +53,11 @@ constexpr int kXStride = kHidden + 32, kAStride = kHeadOut + 32;  // 64 mod 128 
 #define LECTOR_ROWS_DEPTH 2
 #endif
 constexpr int kDepth = LECTOR_ROWS_DEPTH;  // groups of 8 keys a warp keeps in registers (one computed, the rest loading)
+// 1: each lane one key of 32 (its whole dot products, K and V of the 32 loaded at once, no shuffles in
+// the logits); 0: the batch-1 kernels' loop (lane = 4 x key + quarter, groups of 8, kDepth in flight).
+#ifndef LECTOR_ROWS_LANE_PER_KEY
+#define LECTOR_ROWS_LANE_PER_KEY 1
+#endif
 
 struct LayerPtrs {
     const __half *qkv, *o, *keys, *values;
@@ -71,6 +79,7 @@ struct Smem {
     float4 red[3 * 2 * kTiles * 32];             // qkv's k quarters 1-3 (o's k half 1 reuses it)
     alignas(16) __half qkvLocal[kTiles * 8 * kQkvRowsCta];  // this CTA's 32 values of each row
     alignas(16) __half seqQkv[2][4 * kHeadDim];  // the owned rows' q0 | q1 | k | v, pushed by the cluster
+    alignas(16) float qf[2][2 * kHeadDim];       // the owned rows' queries in float32 (lane-per-key loop)
     alignas(16) float wpart[kWarps][kHeadOut];
     float wm[kWarps][2], wl[kWarps][2];
     alignas(16) __half attnAll[kTiles * 8 * kAStride];  // every row's attention output, pushed
@@ -175,6 +184,66 @@ __global__ void __launch_bounds__(kThreads, 1) attentionRowsKernel(const __grid_
     // Attention of the owned rows: warpsPerRow warps a row, each a stretch of keys, groups of 8.
     constexpr int kOwned = R / 16, kWarpsRow = kWarps / kOwned;
     const int slot = warp / kWarpsRow, wIn = warp % kWarpsRow, seq = rank + 16 * slot;
+#if LECTOR_ROWS_LANE_PER_KEY
+    // Stretches of whole blocks; 32 keys an iteration, lane = key: K row (256 B) and the 32 V rows' 4 dims
+    // of this lane (8 B each) loaded at once, then the dot products against q in shared memory
+    // (broadcast reads), the softmax over the 32 by warp reductions, p x V.
+    const int stretch = (p.context + kWarpsRow * kBlock - 1) / (kWarpsRow * kBlock) * kBlock;
+    const int k0 = wIn * stretch, k1 = min(p.context, k0 + stretch);
+    for (int i = lane; i < 2 * kHeadDim; i += 32)
+        if (wIn == 0) sm.qf[slot][i] = __half2float(sm.seqQkv[slot][i]);
+    __syncthreads();
+    const int* table = p.table + int64_t(seq) * p.maxBlocks;
+    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, out[2][4] = {};
+    const float4* q4 = reinterpret_cast<const float4*>(sm.qf[slot]);
+    for (int base = k0; base < k1; base += 32) {
+        const int b0 = table[base / kBlock], b1 = base / kBlock + 1 < p.maxBlocks ? table[base / kBlock + 1] : b0;
+        auto rowOf = [&](int j) -> int64_t {  // key base + j's K/V row of this head
+            return (int64_t(j < kBlock ? b0 : b1) * kBlock + j % kBlock) * (kKvHeads * kHeadDim) + head * kHeadDim;
+        };
+        const bool live = base + lane < k1;
+        const int64_t myRow = rowOf(live ? lane : 0);
+        uint4 kr[16];
+#pragma unroll
+        for (int c = 0; c < 16; ++c) kr[c] = gpu::loadNc16(w.keys + myRow + c * 8);
+        uint2 vr[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) vr[j] = base + j < k1 ? *reinterpret_cast<const uint2*>(w.values + rowOf(j) + 4 * lane) : make_uint2(0, 0);
+        float d0 = 0.0f, d1 = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 16; ++c) {
+            const __half2* e = reinterpret_cast<const __half2*>(&kr[c]);
+            const float4 qa0 = q4[c * 2], qb0 = q4[c * 2 + 1], qa1 = q4[32 + c * 2], qb1 = q4[32 + c * 2 + 1];
+            const float2 k01 = __half22float2(e[0]), k23 = __half22float2(e[1]), k45 = __half22float2(e[2]), k67 = __half22float2(e[3]);
+            d0 = fmaf(k01.x, qa0.x, d0), d0 = fmaf(k01.y, qa0.y, d0), d0 = fmaf(k23.x, qa0.z, d0), d0 = fmaf(k23.y, qa0.w, d0);
+            d0 = fmaf(k45.x, qb0.x, d0), d0 = fmaf(k45.y, qb0.y, d0), d0 = fmaf(k67.x, qb0.z, d0), d0 = fmaf(k67.y, qb0.w, d0);
+            d1 = fmaf(k01.x, qa1.x, d1), d1 = fmaf(k01.y, qa1.y, d1), d1 = fmaf(k23.x, qa1.z, d1), d1 = fmaf(k23.y, qa1.w, d1);
+            d1 = fmaf(k45.x, qb1.x, d1), d1 = fmaf(k45.y, qb1.y, d1), d1 = fmaf(k67.x, qb1.z, d1), d1 = fmaf(k67.y, qb1.w, d1);
+        }
+        float pr[2];
+        const float s[2] = {live ? d0 * p.scaleLog2 : -INFINITY, live ? d1 * p.scaleLog2 : -INFINITY};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float mNew = fmaxf(mx[h], gpu::warpMax(s[h]));
+            const float corr = mx[h] == -INFINITY ? 0.0f : gpu::fastExp2(mx[h] - mNew);
+            pr[h] = live ? gpu::fastExp2(s[h] - mNew) : 0.0f;
+            l[h] = l[h] * corr + gpu::warpSum(pr[h]);
+            mx[h] = mNew;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) out[h][e] *= corr;
+        }
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+            const float p0 = __shfl_sync(0xffffffffu, pr[0], j), p1 = __shfl_sync(0xffffffffu, pr[1], j);
+            const __half2* e = reinterpret_cast<const __half2*>(&vr[j]);
+            const float2 a = __half22float2(e[0]), b = __half22float2(e[1]);
+            out[0][0] = fmaf(p0, a.x, out[0][0]), out[0][1] = fmaf(p0, a.y, out[0][1]);
+            out[0][2] = fmaf(p0, b.x, out[0][2]), out[0][3] = fmaf(p0, b.y, out[0][3]);
+            out[1][0] = fmaf(p1, a.x, out[1][0]), out[1][1] = fmaf(p1, a.y, out[1][1]);
+            out[1][2] = fmaf(p1, b.x, out[1][2]), out[1][3] = fmaf(p1, b.y, out[1][3]);
+        }
+    }
+#else
     const int stretch = (p.context + kWarpsRow * 8 - 1) / (kWarpsRow * 8) * 8;
     const int k0 = wIn * stretch, k1 = min(p.context, k0 + stretch);
     const int tq = lane >> 2, quarter = lane & 3;
@@ -250,6 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1) attentionRowsKernel(const __grid_
             attend(b, kBuf[d], vBuf[d]);
         }
     }
+#endif
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         *reinterpret_cast<float4*>(&sm.wpart[warp][h * kHeadDim + 4 * lane]) = make_float4(out[h][0], out[h][1], out[h][2], out[h][3]);
@@ -346,16 +416,19 @@ void run(int context, double copyGbs)
     check(cudaFuncSetAttribute(attentionRowsKernel<kTiles>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster");
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    // LECTOR_ROWS_HEADS=7: only 7 KV heads' clusters (the GPCs of this H200 that hold a cluster of 16).
+    const char* heads = std::getenv("LECTOR_ROWS_HEADS");
+    const int numHeads = heads ? std::clamp(std::atoi(heads), 1, kKvHeads) : kKvHeads;
     auto launch = [&](int l) {
-        return gpu::launchKernelInClusters(attentionRowsKernel<kTiles>, dim3(kCtas), dim3(kThreads), smem, stream,
+        return gpu::launchKernelInClusters(attentionRowsKernel<kTiles>, dim3(numHeads * kCluster), dim3(kThreads), smem, stream,
                                            dim3(kCluster, 1, 1), p, l) == cudaSuccess;
     };
     const double us = bench::graphMicros(stream, kLayers, launch);
     std::vector<float> h(size_t(kKvHeads) * R * kHidden);
     check(cudaMemcpy(h.data(), partials.ptr, h.size() * 4, cudaMemcpyDeviceToHost), "partials");
     const bool finite = std::all_of(h.begin(), h.end(), [](float v) { return std::isfinite(v); });
-    const double kvBytes = double(R) * context * kKvHeads * kHeadDim * 2 * 2;
-    const double weightBytes = (double(kQkvAll) * kHidden + double(kHidden) * kOIn) * 2;
+    const double kvBytes = double(R) * context * numHeads * kHeadDim * 2 * 2;
+    const double weightBytes = (double(kQkvAll) * kHidden + double(kHidden) * kOIn) * 2 * numHeads / kKvHeads;
     const double floorUs = (kvBytes + weightBytes) / (copyGbs * 1e3);
     std::printf("| %d | %d | %.2f | %.2f | %.2f | %.1f %% | %zu | %s |\n", R, context, us, kvBytes / (copyGbs * 1e3),
                 floorUs, 100.0 * floorUs / us, smem, finite ? "finite" : "NOT FINITE");
