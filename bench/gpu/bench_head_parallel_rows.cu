@@ -46,17 +46,20 @@ namespace {
 using bench::check;
 
 constexpr int kHidden = 1024, kKvHeads = 8, kHeadDim = 128, kLayers = 24, kBlock = 16;
-constexpr int kCluster = 16, kCtas = kKvHeads * kCluster, kThreads = 256, kWarps = 8;
+constexpr int kCluster = 16, kThreads = 256, kWarps = 8;
 constexpr int kQkvRowsCta = 32, kHeadOut = 256, kOutRowsCta = 64, kQkvAll = 4096, kOIn = 2048;
 constexpr int kXStride = kHidden + 32, kAStride = kHeadOut + 32;  // 64 mod 128 bytes: conflict-free fragments
+// The key loop. 1: each lane one key of 32 (its whole dot products, K and V of the 32 loaded at once, no
+// shuffles in the logits); 0: the batch-1 kernels' loop (lane = 4 x key + quarter, groups of 8, kDepth of
+// them in registers: the one computed and the rest loading).
+#ifndef LECTOR_ROWS_LANE_PER_KEY
+#define LECTOR_ROWS_LANE_PER_KEY 1
+#endif
+#if !LECTOR_ROWS_LANE_PER_KEY
 #ifndef LECTOR_ROWS_DEPTH
 #define LECTOR_ROWS_DEPTH 2
 #endif
-constexpr int kDepth = LECTOR_ROWS_DEPTH;  // groups of 8 keys a warp keeps in registers (one computed, the rest loading)
-// 1: each lane one key of 32 (its whole dot products, K and V of the 32 loaded at once, no shuffles in
-// the logits); 0: the batch-1 kernels' loop (lane = 4 x key + quarter, groups of 8, kDepth in flight).
-#ifndef LECTOR_ROWS_LANE_PER_KEY
-#define LECTOR_ROWS_LANE_PER_KEY 1
+constexpr int kDepth = LECTOR_ROWS_DEPTH;
 #endif
 
 struct LayerPtrs {
@@ -85,6 +88,7 @@ struct Smem {
     alignas(16) __half attnAll[kTiles * 8 * kAStride];  // every row's attention output, pushed
 };
 
+#if !LECTOR_ROWS_LANE_PER_KEY
 __device__ __forceinline__ float dot8h(const uint4 a, const uint4 b)
 {
     const __half2* x = reinterpret_cast<const __half2*>(&a);
@@ -98,6 +102,7 @@ __device__ __forceinline__ float dot8h(const uint4 a, const uint4 b)
     }
     return s;
 }
+#endif
 
 template <int kTiles>
 __global__ void __launch_bounds__(kThreads, 1) attentionRowsKernel(const __grid_constant__ Params p, int layer)
