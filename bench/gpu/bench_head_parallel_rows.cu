@@ -55,6 +55,11 @@ constexpr int kXStride = kHidden + 32, kAStride = kHeadOut + 32;  // 64 mod 128 
 #ifndef LECTOR_ROWS_LANE_PER_KEY
 #define LECTOR_ROWS_LANE_PER_KEY 1
 #endif
+// CTAs a multiprocessor the registers are capped for (2: at most 128 a thread, so that at 16 rows, 95 KB of
+// shared memory, two clusters can share a GPC).
+#ifndef LECTOR_ROWS_CTAS_PER_SM
+#define LECTOR_ROWS_CTAS_PER_SM 1
+#endif
 #if !LECTOR_ROWS_LANE_PER_KEY
 #ifndef LECTOR_ROWS_DEPTH
 #define LECTOR_ROWS_DEPTH 2
@@ -105,7 +110,7 @@ __device__ __forceinline__ float dot8h(const uint4 a, const uint4 b)
 #endif
 
 template <int kTiles>
-__global__ void __launch_bounds__(kThreads, 1) attentionRowsKernel(const __grid_constant__ Params p, int layer)
+__global__ void __launch_bounds__(kThreads, LECTOR_ROWS_CTAS_PER_SM) attentionRowsKernel(const __grid_constant__ Params p, int layer)
 {
     constexpr int R = kTiles * 8;
     extern __shared__ __align__(16) uint8_t smemRaw[];
