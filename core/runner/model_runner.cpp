@@ -867,9 +867,11 @@ int ModelRunner::captureGraphs()
         // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
         // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
         // LECTOR_LONG_CONTEXT_GRAPH=0 keeps the head-parallel graph at every context (for comparison).
-        const char* longEnv = std::getenv("LECTOR_LONG_CONTEXT_GRAPH");
-        const bool longGraph = !(longEnv && std::string(longEnv) == "0");
-        if (b == 1 && persistent && longGraph && m_persistent->prefetchedContext() < maxBlocks * bs) {
+        auto longGraphWanted = [] {
+            const char* env = std::getenv("LECTOR_LONG_CONTEXT_GRAPH");
+            return !(env && std::string(env) == "0");
+        };
+        if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs && longGraphWanted()) {
             m_longContextGraph = captured(false);
             m_longContextFrom = m_persistent->prefetchedContext();
         }

@@ -191,6 +191,10 @@ __device__ __forceinline__ __half fromFloat<__half>(float x) { return __float2ha
 template <>
 __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
+// x rounded to T and widened back: where the chain stores a T and the next op reads it.
+template <class T>
+__device__ __forceinline__ float roundTo(float x) { return toFloat(fromFloat<T>(x)); }
+
 // Elements of T in one 16-byte vector.
 template <class T>
 constexpr int kVecElems = 16 / sizeof(T);

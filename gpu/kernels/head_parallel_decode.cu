@@ -100,12 +100,6 @@ __device__ __forceinline__ float dot8(const uint4 a, const uint4 b)
 }
 
 template <class T>
-__device__ __forceinline__ float roundTo(float x)
-{
-    return toFloat(fromFloat<T>(x));
-}
-
-template <class T>
 __device__ __forceinline__ const T* tensorOf(const PersistentDecodeParams& p, int layer, int which)
 {
     return static_cast<const T*>(p.layers[layer * kPlCount + which]);

@@ -7,9 +7,6 @@
 namespace lector::gpu {
 namespace {
 
-template <class T>
-__device__ __forceinline__ float roundToT(float x) { return toFloat(fromFloat<T>(x)); }
-
 template <class T, bool kVector>
 __global__ void rmsNormKernel(RmsNormParams p)
 {
@@ -51,7 +48,7 @@ __global__ void rmsNormKernel(RmsNormParams p)
             float r[kVec];
             load(res + i * kVec, r);
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) x[e] = roundToT<T>(x[e] + r[e]);
+            for (int e = 0; e < kVec; ++e) x[e] = roundTo<T>(x[e] + r[e]);
             store(res + i * kVec, x);
         }
 #pragma unroll
