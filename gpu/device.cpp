@@ -71,7 +71,19 @@ void CudaGraph::capture(const c10::Device& device, const std::function<void()>& 
         at::cuda::MempoolId_t pool{0, 0};
         if (sharePoolWith && sharePoolWith->captured()) pool = sharePoolWith->m_impl->graph.pool();
         m_impl->graph.capture_begin(pool);
-        body();
+        try {
+            body();
+        } catch (...) {
+            // A body that failed mid-capture (e.g. an operation that waits for the device, which capture
+            // forbids) must still take the stream out of capture mode, or every later launch on it fails.
+            // The partial graph is dropped; its end reports the invalidated capture, which is the error
+            // being rethrown anyway.
+            try {
+                m_impl->graph.capture_end();
+            } catch (...) {
+            }
+            throw;
+        }
         m_impl->graph.capture_end();
     }
     at::cuda::CUDAEvent after;

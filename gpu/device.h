@@ -59,7 +59,8 @@ public:
     // Captures the CUDA work body issues on the current stream of `device` (it runs on a side stream
     // during capture; the caller runs body once before, eagerly, so lazy initialisations are done).
     // sharePoolWith: an already captured graph whose memory pool this one reuses (graphs that never
-    // run concurrently can share one pool; capture the largest first).
+    // run concurrently can share one pool; capture the largest first). When body throws, the capture
+    // is abandoned (the stream leaves capture mode, nothing is captured) and the exception propagates.
     void capture(const c10::Device& device, const std::function<void()>& body, const CudaGraph* sharePoolWith = nullptr);
     // Launches the captured work on the current stream.
     void replay();

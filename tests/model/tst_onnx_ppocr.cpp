@@ -6,7 +6,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 #include "core/model/onnx/graph.h"
 #include "core/model/safetensors.h"
@@ -191,6 +193,66 @@ LECTOR_TEST(cudaFloat16StaysCloseToOnnxruntime)
             LECTOR_CHECK_MSG(ctcDecode(o[0].to(at::kFloat)) == ctcDecode(want[0].to(at::kFloat)), image << " rec " << i << " decodes differently");
         }
     }
+}
+
+// LoadOptions::cudaGraphs: a shape's first run is eager, its second is captured and replayed, later
+// ones replay. Every run must still match onnxruntime, with the shapes interleaved (all captures of a
+// Graph share one memory pool) and with new content in a shape already captured.
+LECTOR_TEST(cudaGraphReplaysMatchOnnxruntime)
+{
+    if (!at::hasCUDA()) LECTOR_SKIP("no CUDA here");
+    lector::model::onnx::LoadOptions options;
+    options.device = at::Device(at::kCUDA, 0);
+    options.dtype = at::kHalf;
+    Graph detHalf = lector::test::onnx::loadPpocrGraph("ch_PP-OCRv4_det_infer.onnx", options);
+    Graph recHalf = lector::test::onnx::loadPpocrGraph("ch_PP-OCRv4_rec_infer.onnx", options);
+    options.cudaGraphs = false;
+    Graph detEager = lector::test::onnx::loadPpocrGraph("ch_PP-OCRv4_det_infer.onnx", options);
+
+    // Three rounds over the three pages (each its own det shape), the last in reverse order.
+    std::vector<std::string> order(std::begin(kImages), std::end(kImages));
+    for (int round = 0; round < 3; ++round) {
+        if (round == 2) std::reverse(order.begin(), order.end());
+        for (const std::string& image : order) {
+            auto f = fixture(image);
+            const at::Tensor x = detInput(f->tensor("det_input_bgr_u8"));
+            const at::Tensor out = detHalf.run({x}).at(0).cpu();
+            const at::Tensor want = f->tensor("det_output");
+            const double flips = out.to(at::kFloat).gt(0.3).ne(want.to(at::kFloat).gt(0.3)).to(at::kDouble).mean().item<double>();
+            const double vsEager = maxDiff(out, detEager.run({x}).at(0).cpu());
+            std::printf("  round %d det %s: mask flips %.5f%%, max diff from the eager run %.4f\n", round, image.c_str(),
+                        100 * flips, vsEager);
+            LECTOR_CHECK_MSG(flips < 1e-3, image << " round " << round << ": det mask differs at " << flips);
+            LECTOR_CHECK_MSG(vsEager <= 2e-3, image << " round " << round << ": replay differs from the eager run by " << vsEager);
+        }
+    }
+    LECTOR_CHECK_EQ(detHalf.numCapturedShapes(), std::size(kImages));
+
+    // Every rec crop padded to one width: one shape, so from the third crop on each run replays the
+    // captured plan with new pixels, and must give what the eager plan gives for that crop (the
+    // eager plan is held to onnxruntime's outputs above).
+    Graph recEager = lector::test::onnx::loadPpocrGraph("ch_PP-OCRv4_rec_infer.onnx", options);
+    std::vector<at::Tensor> inputs;
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i)
+            inputs.push_back(lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i))));
+    }
+    LECTOR_CHECK(inputs.size() >= 4);
+    int64_t width = 0;
+    for (const auto& x : inputs) width = std::max(width, x.size(3));
+    width = (width + 7) / 8 * 8;
+    for (int round = 0; round < 2; ++round) {
+        for (size_t k = 0; k < inputs.size(); ++k) {
+            const at::Tensor x = at::constant_pad_nd(inputs[k], {0, width - inputs[k].size(3)}, 0.0);
+            const at::Tensor o = recHalf.run({x}).at(0).cpu()[0].to(at::kFloat);
+            const at::Tensor want = recEager.run({x}).at(0).cpu()[0].to(at::kFloat);
+            const double d = maxDiff(o, want);
+            LECTOR_CHECK_MSG(d <= 2e-3, "round " << round << " rec crop " << k << ": replay differs from the eager run by " << d);
+            LECTOR_CHECK_MSG(ctcDecode(o) == ctcDecode(want), "round " << round << " rec crop " << k << " decodes differently");
+        }
+    }
+    LECTOR_CHECK_EQ(recHalf.numCapturedShapes(), size_t{1});
 }
 
 LECTOR_TEST(detTakesAnyBatchAndMultipleOf32)

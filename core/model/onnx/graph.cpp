@@ -7,12 +7,17 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
+#include "core/common/log.h"
 #include "core/model/onnx/ops.h"
 #include "core/model/onnx/optimize.h"
 #include "core/model/onnx/proto.h"
+#include "gpu/device.h"
 
 namespace lector::model::onnx {
 
@@ -39,6 +44,32 @@ std::string describeShape(at::IntArrayRef sizes)
     return s.str();
 }
 
+// The plan captured for one shape of inputs. The inputs live outside the graph's memory pool (each
+// replay copies the caller's values into them); the outputs live in it and are copied out after each
+// replay, because every captured shape of this Graph shares one pool and another shape's replay may
+// write where these outputs are.
+struct CapturedRun {
+    gpu::CudaGraph graph;
+    std::vector<at::Tensor> inputs, outputs;
+};
+
+// Shapes (and dtypes) of the prepared inputs: what a captured plan is specific to.
+using ShapeKey = std::vector<std::int64_t>;
+ShapeKey shapeKey(const std::vector<at::Tensor>& inputs)
+{
+    ShapeKey key;
+    for (const at::Tensor& t : inputs) {
+        key.push_back(static_cast<std::int64_t>(t.scalar_type()));
+        key.push_back(t.dim());
+        for (std::int64_t d : t.sizes()) key.push_back(d);
+    }
+    return key;
+}
+
+// Captured plans a Graph keeps at most. PP-OCR's pipeline rounds its shapes to buckets (a few dozen
+// over any set of pages); past this many, new shapes run eagerly.
+constexpr size_t kMaxCapturedShapes = 96;
+
 }  // namespace
 
 struct Graph::Impl {
@@ -54,9 +85,20 @@ struct Graph::Impl {
     bool profiling = false;
     mutable std::unordered_map<std::string, OpTiming> timings;
 
+    // CUDA graphs (LoadOptions::cudaGraphs); run() is called from one thread at a time.
+    mutable std::map<ShapeKey, std::unique_ptr<CapturedRun>> captured;
+    mutable std::set<ShapeKey> ranEagerly;
+    mutable const gpu::CudaGraph* pool = nullptr;  // the first capture's; every later one shares it
+    mutable bool captureFailed = false;
+
     void build(const ModelDesc& model);
     at::Tensor prepareInput(size_t i, const at::Tensor& t) const;
     void runStep(const Step& step, std::vector<at::Tensor>& values) const;
+    // Consumes its inputs: an input converted for the graph is no one else's and may become a kernel's
+    // output buffer (StepContext::takeExclusive).
+    std::vector<at::Tensor> runPlan(std::vector<at::Tensor> inputs) const;
+    // The outputs through a captured plan, or nothing when this run must be eager.
+    std::optional<std::vector<at::Tensor>> runCaptured(const std::vector<at::Tensor>& inputs) const;
 };
 
 // --- plan building ---
@@ -90,7 +132,9 @@ void Graph::Impl::build(const ModelDesc& model)
         step.opType = node.opType;
         for (const auto& in : node.inputs) step.io.inputs.push_back(in.empty() ? -1 : slotOf.at(in));
         for (const auto& out : node.outputs) step.io.outputs.push_back(out.empty() ? -1 : newSlot(out));
-        BuildContext ctx{node, model.opset, options.device, options.dtype, cpuFast, {}};
+        using Routes = LoadOptions::CudaConvRoutes;
+        BuildContext ctx{node, model.opset, options.device, options.dtype, cpuFast, options.cudaConvRoutes != Routes::None,
+                         options.cudaConvRoutes == Routes::PointwiseAndDepthwise, {}};
         ctx.constantInput = [&](size_t i) -> const at::Tensor* {
             if (i >= step.io.inputs.size() || step.io.inputs[i] < 0) return nullptr;
             const auto slot = static_cast<size_t>(step.io.inputs[i]);
@@ -179,6 +223,69 @@ void Graph::Impl::runStep(const Step& step, std::vector<at::Tensor>& values) con
     }
 }
 
+std::vector<at::Tensor> Graph::Impl::runPlan(std::vector<at::Tensor> inputs) const
+{
+    std::vector<at::Tensor> values(numSlots);
+    for (const auto& [slot, t] : constantSlots) values[static_cast<size_t>(slot)] = t;
+    for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(inputSlots[i])] = std::move(inputs[i]);
+
+    for (const Step& step : steps) {
+        const auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        try {
+            runStep(step, values);
+        } catch (const c10::Error& e) {
+            throw std::runtime_error(sourceName + ": node '" + step.name + "' (" + step.opType +
+                                     "): " + e.what_without_backtrace());
+        } catch (const std::exception& e) {
+            throw std::runtime_error(sourceName + ": node '" + step.name + "' (" + step.opType + "): " + e.what());
+        }
+        for (int slot : step.freeAfter) values[static_cast<size_t>(slot)].reset();
+        if (profiling) {
+            auto& t = timings[step.opType];
+            t.opType = step.opType;
+            ++t.calls;
+            t.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        }
+    }
+    std::vector<at::Tensor> outputs;
+    for (int slot : outputSlots) outputs.push_back(values[static_cast<size_t>(slot)].contiguous());
+    return outputs;
+}
+
+std::optional<std::vector<at::Tensor>> Graph::Impl::runCaptured(const std::vector<at::Tensor>& inputs) const
+{
+    if (!options.cudaGraphs || !options.device.is_cuda() || profiling || captureFailed || !gpu::cudaGraphsAvailable())
+        return std::nullopt;
+    for (const at::Tensor& t : inputs)
+        if (t.device() != options.device) return std::nullopt;
+    const ShapeKey key = shapeKey(inputs);
+    auto it = captured.find(key);
+    if (it == captured.end()) {
+        // The first run of a shape is eager: it creates cuDNN's plans and the workspaces a capture
+        // must find ready, and a shape seen once (a page's odd size) costs no capture.
+        if (ranEagerly.insert(key).second || captured.size() >= kMaxCapturedShapes) return std::nullopt;
+        auto run = std::make_unique<CapturedRun>();
+        for (const at::Tensor& t : inputs) run->inputs.push_back(t.clone());
+        try {
+            run->graph.capture(options.device, [&] { run->outputs = runPlan(run->inputs); }, pool);
+        } catch (const std::exception& e) {
+            // An operator that needs the host (a value read back mid-plan) cannot be captured: this
+            // graph runs eagerly from now on.
+            captureFailed = true;
+            LECTOR_LOG_WARN(sourceName << ": running without CUDA graphs, the capture failed: " << e.what());
+            return std::nullopt;
+        }
+        if (!pool) pool = &run->graph;
+        it = captured.emplace(key, std::move(run)).first;
+    } else {
+        for (size_t i = 0; i < inputs.size(); ++i) it->second->inputs[i].copy_(inputs[i]);
+    }
+    it->second->graph.replay();
+    std::vector<at::Tensor> outputs;
+    for (const at::Tensor& t : it->second->outputs) outputs.push_back(t.clone());
+    return outputs;
+}
+
 std::vector<at::Tensor> Graph::run(const std::vector<at::Tensor>& inputs) const
 {
     const Impl& g = *m_impl;
@@ -186,31 +293,10 @@ std::vector<at::Tensor> Graph::run(const std::vector<at::Tensor>& inputs) const
     if (inputs.size() != g.inputSlots.size())
         throw std::runtime_error(g.sourceName + ": run() got " + std::to_string(inputs.size()) + " inputs, the graph takes " +
                                  std::to_string(g.inputSlots.size()));
-    std::vector<at::Tensor> values(g.numSlots);
-    for (const auto& [slot, t] : g.constantSlots) values[static_cast<size_t>(slot)] = t;
-    for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(g.inputSlots[i])] = g.prepareInput(i, inputs[i]);
-
-    for (const Step& step : g.steps) {
-        const auto start = g.profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-        try {
-            g.runStep(step, values);
-        } catch (const c10::Error& e) {
-            throw std::runtime_error(g.sourceName + ": node '" + step.name + "' (" + step.opType +
-                                     "): " + e.what_without_backtrace());
-        } catch (const std::exception& e) {
-            throw std::runtime_error(g.sourceName + ": node '" + step.name + "' (" + step.opType + "): " + e.what());
-        }
-        for (int slot : step.freeAfter) values[static_cast<size_t>(slot)].reset();
-        if (g.profiling) {
-            auto& t = g.timings[step.opType];
-            t.opType = step.opType;
-            ++t.calls;
-            t.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        }
-    }
-    std::vector<at::Tensor> outputs;
-    for (int slot : g.outputSlots) outputs.push_back(values[static_cast<size_t>(slot)].contiguous());
-    return outputs;
+    std::vector<at::Tensor> prepared;
+    for (size_t i = 0; i < inputs.size(); ++i) prepared.push_back(g.prepareInput(i, inputs[i]));
+    if (auto outputs = g.runCaptured(prepared)) return std::move(*outputs);
+    return g.runPlan(std::move(prepared));
 }
 
 // --- loading ---
@@ -278,6 +364,7 @@ const std::vector<std::string>& Graph::inputNames() const { return m_impl->input
 const std::vector<std::string>& Graph::outputNames() const { return m_impl->outputNames; }
 const LoadOptions& Graph::options() const { return m_impl->options; }
 size_t Graph::numSteps() const { return m_impl->steps.size(); }
+size_t Graph::numCapturedShapes() const { return m_impl->captured.size(); }
 
 std::vector<std::string> Graph::stepOpTypes() const
 {

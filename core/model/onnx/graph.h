@@ -27,6 +27,14 @@ struct LoadOptions {
     // Load-time rewriting (constant folding, BatchNorm folding, fused activations, see optimize.h).
     // Off only to test the plain operator kernels.
     bool optimize = true;
+    // CUDA only: a shape of inputs seen before is run as one CUDA graph of the whole plan, captured at its
+    // second run and replayed from then on (one launch instead of hundreds of libtorch dispatches; the
+    // first run, eager, creates cuDNN's plans and workspaces). Off: every run eager.
+    bool cudaGraphs = true;
+    // CUDA only: which convolutions leave cuDNN (ops_nn.cpp): the 1x1 and the depthwise ones (the
+    // default), only the 1x1 ones, or none (as before those routes; the last two for comparison).
+    enum class CudaConvRoutes { PointwiseAndDepthwise, PointwiseOnly, None };
+    CudaConvRoutes cudaConvRoutes = CudaConvRoutes::PointwiseAndDepthwise;
 };
 
 // Wall time spent per operator type over the runs since setProfiling(true) (benchmarks, tests).
@@ -60,6 +68,9 @@ public:
     size_t numSteps() const;
     // Operator types of the steps, in execution order (fused ones are named "lector.*").
     std::vector<std::string> stepOpTypes() const;
+    // Input shapes that run as a captured CUDA graph (LoadOptions::cudaGraphs); 0 on the CPU.
+    size_t numCapturedShapes() const;
+    // Per-operator timings need eager runs: while profiling, no graph is captured or replayed.
     void setProfiling(bool on);
     std::vector<OpTiming> profile() const;  // sorted by time, largest first
 

@@ -6,6 +6,10 @@
 #include "core/model/onnx/ops.h"
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
 
 namespace lector::model::onnx {
 
@@ -82,9 +86,26 @@ AxisMap axisMap(const ResizeParams& p, int64_t inLen, int64_t outLen, float scal
     return m;
 }
 
-at::Tensor indexTensor(const std::vector<int64_t>& v, const at::Device& device)
+// An axis map's tables on the input's device and dtype, made once per (axis, sizes, scale) and kept by
+// the node: a CUDA graph capture of the plan cannot upload them from pageable memory, and replays
+// reuse them.
+struct AxisTables {
+    at::Tensor lo, hi, weight;
+};
+using AxisTableKey = std::tuple<int64_t, int64_t, int64_t, float, int>;  // axis, in, out, scale, dtype
+using AxisTableCache = std::map<AxisTableKey, AxisTables>;
+
+const AxisTables& axisTables(AxisTableCache& cache, const AxisMap& m, int64_t axis, int64_t inLen, float scale,
+                             const at::Tensor& x)
 {
-    return at::tensor(v, at::kLong).to(device);
+    const AxisTableKey key{axis, inLen, static_cast<int64_t>(m.lo.size()), scale, static_cast<int>(x.scalar_type())};
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    AxisTables t;
+    t.lo = at::tensor(m.lo, at::kLong).to(x.device());
+    t.hi = at::tensor(m.hi, at::kLong).to(x.device());
+    t.weight = at::tensor(m.weight, at::kFloat).to(x.device(), x.scalar_type());
+    return cache.emplace(key, std::move(t)).first->second;
 }
 
 bool isPowerOfTwoUpsample(const AxisMap& m, int64_t inLen, int64_t outLen)
@@ -97,27 +118,28 @@ bool isPowerOfTwoUpsample(const AxisMap& m, int64_t inLen, int64_t outLen)
     return true;
 }
 
-at::Tensor resizeGeneral(at::Tensor x, const ResizeParams& p, const std::vector<AxisMap>& maps)
+at::Tensor resizeGeneral(at::Tensor x, const ResizeParams& p, const std::vector<AxisMap>& maps,
+                         const std::vector<float>& scales, AxisTableCache& cache)
 {
     for (int64_t d = 0; d < x.dim(); ++d) {
         const AxisMap& m = maps[static_cast<size_t>(d)];
         if (m.identity) continue;
-        at::Tensor lo = x.index_select(d, indexTensor(m.lo, x.device()));
+        const AxisTables& t = axisTables(cache, m, d, x.size(d), scales[static_cast<size_t>(d)], x);
+        at::Tensor lo = x.index_select(d, t.lo);
         if (!p.linear) {
             x = lo;
             continue;
         }
-        at::Tensor hi = x.index_select(d, indexTensor(m.hi, x.device()));
+        at::Tensor hi = x.index_select(d, t.hi);
         std::vector<int64_t> wShape(static_cast<size_t>(x.dim()), 1);
         wShape[static_cast<size_t>(d)] = static_cast<int64_t>(m.weight.size());
-        at::Tensor w = at::tensor(m.weight, at::kFloat).to(x.device(), x.scalar_type()).view(wShape);
-        x = lo.add_(hi.sub_(lo).mul_(w));  // lo + (hi - lo) * w
+        x = lo.add_(hi.sub_(lo).mul_(t.weight.view(wShape)));  // lo + (hi - lo) * w
     }
     return x;
 }
 
 at::Tensor resize(const at::Tensor& x, const ResizeParams& p, const std::vector<int64_t>& outSizes,
-                  const std::vector<float>& scales)
+                  const std::vector<float>& scales, AxisTableCache& cache)
 {
     std::vector<AxisMap> maps;
     for (int64_t d = 0; d < x.dim(); ++d)
@@ -132,7 +154,7 @@ at::Tensor resize(const at::Tensor& x, const ResizeParams& p, const std::vector<
                                        align ? c10::optional<double>() : c10::optional<double>(scales[2]),
                                        align ? c10::optional<double>() : c10::optional<double>(scales[3]));
     }
-    return resizeGeneral(x, p, maps);
+    return resizeGeneral(x, p, maps, scales, cache);
 }
 
 }  // namespace
@@ -160,15 +182,21 @@ Kernel makeResize(const BuildContext& ctx)
     else throw ModelError("Resize node '" + node.name + "': nearest_mode '" + nearest + "' is not supported");
     if (node.attrInt("exclude_outside", 0) != 0)
         throw ModelError("Resize node '" + node.name + "': exclude_outside=1 is not supported");
-    return [p](StepContext& sc) {
+    // Constant scales (float constants live on the graph's device) are read here, once: reading them
+    // back on every run would wait for the device, which a CUDA graph capture cannot do.
+    auto hostFloats = [](const at::Tensor& t) {
+        const at::Tensor c = t.to(at::kCPU, at::kFloat).contiguous();
+        return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    };
+    std::optional<std::vector<float>> constantScales;
+    if (const at::Tensor* c = ctx.constantInput(2)) constantScales = hostFloats(*c);
+    return [p, constantScales, hostFloats, cache = std::make_shared<AxisTableCache>()](StepContext& sc) {
         const at::Tensor& x = sc.in(0);
         const auto rank = static_cast<size_t>(x.dim());
         std::vector<int64_t> sizes = sc.has(3) ? toInt64Vector(sc.in(3)) : std::vector<int64_t>{};
         std::vector<float> scales;
-        if (sc.has(2)) {
-            auto s = sc.in(2).to(at::kCPU, at::kFloat).contiguous();
-            scales.assign(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
-        }
+        if (constantScales) scales = *constantScales;
+        else if (sc.has(2)) scales = hostFloats(sc.in(2));
         if (!sizes.empty()) {
             if (sizes.size() != rank) throw std::runtime_error("'sizes' must have one value per input dim");
             scales.assign(rank, 1.0f);
@@ -184,7 +212,7 @@ Kernel makeResize(const BuildContext& ctx)
                 if (sizes.back() < 1) throw std::runtime_error("the output would be empty");
             }
         }
-        sc.setOutput(0, resize(x, p, sizes, scales));
+        sc.setOutput(0, resize(x, p, sizes, scales, *cache));
     };
 }
 
