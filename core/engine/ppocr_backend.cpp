@@ -1,6 +1,8 @@
 #include "core/engine/ppocr_backend.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "core/common/paths.h"
 #include "core/common/timing.h"
@@ -19,6 +21,13 @@ Result<std::unique_ptr<Backend>> PpOcrBackend::create(const EngineConfig& config
         if (!at::hasCUDA()) return makeError("device_unavailable", "--device cuda: no CUDA device is available");
         load.device = at::Device(at::kCUDA, 0);
         load.dtype = config.dtype == "float32" ? at::kFloat : at::kHalf;
+        // For comparison (docs/perf.md): LECTOR_ONNX_CUDA_GRAPHS=0 runs every graph eagerly;
+        // LECTOR_ONNX_CUDA_CONV=cudnn sends every convolution to cuDNN, =pointwise all but the 1x1 ones.
+        const char* graphs = std::getenv("LECTOR_ONNX_CUDA_GRAPHS");
+        load.cudaGraphs = !(graphs && std::string(graphs) == "0");
+        using Routes = model::onnx::LoadOptions::CudaConvRoutes;
+        const std::string conv = std::getenv("LECTOR_ONNX_CUDA_CONV") ? std::getenv("LECTOR_ONNX_CUDA_CONV") : "";
+        load.cudaConvRoutes = conv == "cudnn" ? Routes::None : conv == "pointwise" ? Routes::PointwiseOnly : Routes::PointwiseAndDepthwise;
         info.device = "cuda:0";
     } else {
         if (!config.dtype.empty() && config.dtype != "float32")

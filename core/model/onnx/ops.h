@@ -53,6 +53,8 @@ struct BuildContext {
     at::Device device = at::kCPU;
     at::ScalarType floatType = at::kFloat;  // the graph's float dtype: kFloat, or kHalf on CUDA
     bool cpuFast = false;                   // CPU float32 with oneDNN (mkldnn) available
+    bool cudaPointwiseConvs = true;         // LoadOptions::cudaConvRoutes
+    bool cudaDepthwiseConvs = true;
     // The constant behind input i (already on `device`, floats in `floatType`), or nullptr.
     std::function<const at::Tensor*(size_t)> constantInput;
 

@@ -10,7 +10,17 @@
 // 1x1 convolution plus a pixel shuffle: ATen's transposed convolution is ~20x slower on CPU.
 // Tried and dropped: NCHW for tensors of up to 16 / 32 channels and ATen's dispatch (both slower on
 // the cls graph as well).
+//
+// CUDA: cuDNN builds an execution plan the first time it meets a convolution's shape, and the PP-OCR
+// graphs have ~150 convolutions: a page of a new size took ~0.9 s of detection and ~1.7 s of recognition
+// the first time against 10 and 17 ms warm (docs/perf.md, call 166), and the depthwise ones were most of
+// it. So only the full convolutions (10 of them) go to cuDNN; the 1x1 ones (104) are one cuBLAS product
+// each over the channels-last activations, bias in its epilogue, and the depthwise ones (39) take ATen's
+// own depthwise kernel, which plans nothing (call 168: 20 receipts cold in 4.2 s instead of 60; with the
+// depthwise ones left on cuDNN, 62 s).
 #include "core/model/onnx/ops.h"
+
+#include <ATen/ops/_conv_depthwise2d.h>
 
 namespace lector::model::onnx {
 
@@ -91,10 +101,25 @@ bool useChannelsLast(const at::Tensor& x)
 
 // A 2-D convolution with a weight fixed at load.
 struct Conv2dPlan {
+    // How it runs on CUDA (see the top of the file).
+    enum class CudaRoute { Cudnn, Pointwise, Depthwise };
+
     at::Tensor weight;  // [Cout, Cin/groups, kH, kW]
     at::Tensor bias;    // [Cout] or undefined
     ConvGeometry geometry;
     bool cpuFast = false;  // CPU float32 with oneDNN: call it directly
+    CudaRoute cudaRoute = CudaRoute::Cudnn;
+    at::Tensor pointwiseWeightT;  // Pointwise: [Cin, Cout], a transposed view of the [Cout, Cin] weight
+
+    // 1x1, stride 1, no padding: y[n, h, w, :] = x[n, h, w, :] W^T + b, one product over the
+    // channels-last rows (a view when x is channels-last; otherwise reshape copies it into that layout).
+    at::Tensor runPointwise(const at::Tensor& x) const
+    {
+        const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), cout = pointwiseWeightT.size(1);
+        const at::Tensor rows = x.permute({0, 2, 3, 1}).reshape({n * h * w, c});
+        const at::Tensor y = bias.defined() ? at::addmm(bias, rows, pointwiseWeightT) : at::mm(rows, pointwiseWeightT);
+        return y.view({n, h, w, cout}).permute({0, 3, 1, 2});  // NCHW sizes, channels-last memory
+    }
 
     at::Tensor run(at::Tensor x) const
     {
@@ -112,6 +137,9 @@ struct Conv2dPlan {
         // channels-last.
         if (x.size(1) > 4 && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         if (cpuFast) return at::mkldnn_convolution(x, weight, bias, padding, g.stride, g.dilation, g.groups);
+        if (x.is_cuda() && cudaRoute == CudaRoute::Pointwise) return runPointwise(x);
+        if (x.is_cuda() && cudaRoute == CudaRoute::Depthwise)
+            return at::_conv_depthwise2d(x.contiguous(), weight, kernelDims(weight), bias, g.stride, padding, g.dilation);
         if (x.is_cuda() && useChannelsLast(x)) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         return at::convolution(x, weight, bias, g.stride, padding, g.dilation, false, {0, 0}, g.groups);
     }
@@ -119,8 +147,26 @@ struct Conv2dPlan {
 
 Conv2dPlan makeConv2dPlan(const BuildContext& ctx, at::Tensor weight, at::Tensor bias, ConvGeometry g)
 {
-    Conv2dPlan plan{weight.contiguous(), std::move(bias), std::move(g), ctx.cpuFast};
-    if (ctx.device.is_cuda()) plan.weight = plan.weight.contiguous(at::MemoryFormat::ChannelsLast);
+    Conv2dPlan plan;
+    plan.weight = weight.contiguous();
+    plan.bias = std::move(bias);
+    plan.geometry = std::move(g);
+    plan.cpuFast = ctx.cpuFast;
+    if (!ctx.device.is_cuda()) return plan;
+    const ConvGeometry& geo = plan.geometry;
+    const int64_t cout = plan.weight.size(0), cinPerGroup = plan.weight.size(1);
+    const bool unitStride = geo.stride == std::vector<int64_t>{1, 1};
+    const bool unpadded = geo.padBegin == std::vector<int64_t>{0, 0} && geo.padEnd == geo.padBegin &&
+                          geo.autoPad != ConvGeometry::AutoPad::SameUpper && geo.autoPad != ConvGeometry::AutoPad::SameLower;
+    if (ctx.cudaPointwiseConvs && geo.groups == 1 && kernelDims(plan.weight) == std::vector<int64_t>{1, 1} && unitStride &&
+        unpadded) {
+        plan.cudaRoute = Conv2dPlan::CudaRoute::Pointwise;
+        plan.pointwiseWeightT = plan.weight.view({cout, cinPerGroup}).t();
+    } else if (ctx.cudaDepthwiseConvs && geo.groups > 1 && cinPerGroup == 1 && cout == geo.groups) {
+        plan.cudaRoute = Conv2dPlan::CudaRoute::Depthwise;  // the weight stays [C, 1, kH, kW], contiguous
+    } else {
+        plan.weight = plan.weight.contiguous(at::MemoryFormat::ChannelsLast);
+    }
     return plan;
 }
 

@@ -684,7 +684,7 @@ void foldConstants(ModelDesc& model)
             io.outputs.push_back(static_cast<int>(values.size()));
             values.emplace_back();
         }
-        BuildContext ctx{node, model.opset, at::kCPU, at::kFloat, false, {}};
+        BuildContext ctx{node, model.opset, at::kCPU, at::kFloat, false, false, false, {}};
         ctx.constantInput = [&](size_t i) -> const at::Tensor* {
             return i < io.inputs.size() && io.inputs[i] >= 0 ? &values[static_cast<size_t>(io.inputs[i])] : nullptr;
         };
