@@ -43,6 +43,28 @@ for path in sys.argv[2:]:
 PY
 }
 
+# make_pages DIR N: N different pages of make_page's kind and size as DIR/pNNN.ppm (p000 is make_page's
+# page; page k moves each text block by its own offsets and prints its number), so a burst of pages is
+# N distinct images, not one image N times (a cache keyed by the image would make copies free).
+make_pages() {
+  python3 - "$SH" "$1" "$2" <<'PY'
+import os, sys
+from PIL import Image, ImageDraw
+doc = Image.open(sys.argv[1] + "/fixtures/hunyuan/doc_en.png").convert("RGB")
+out, n = sys.argv[2], int(sys.argv[3])
+os.makedirs(out, exist_ok=True)
+for i in range(n):
+    page = Image.new("RGB", (1024, 1024), "white")
+    for k in range(4):
+        dx, dy = (i * (37 + 11 * k)) % 180, (i * (13 + 5 * k)) % 5
+        page.paste(doc.crop((0, 0, 800, 250)), (100 - 80 * (i > 0) + dx, 20 + k * 250 + dy))
+    if i:
+        ImageDraw.Draw(page).text((960, 1000), "%d" % i, fill="black")
+    page.save(os.path.join(out, "p%03d.ppm" % i))
+print("pages", n)
+PY
+}
+
 # sroie_ppm DIR: the 20 SROIE dev receipts as DIR/NNN.ppm (the GPU build has no OpenCV imgcodecs).
 sroie_ppm() {
   python3 - "$SH" "$1" <<'PY'

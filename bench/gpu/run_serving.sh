@@ -21,7 +21,7 @@
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT, tensor-core and warp-group engines against cuBLAS
 #     (bench_skinny_gemm, which checks every engine against the CPU reference first);
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
-#     libtorch's SDPA, LECTOR_VISION_ATTENTION=sdpa, and 64 pages that way too), 64 and 256 pages at once, a Poisson stream at
+#     libtorch's SDPA, LECTOR_VISION_ATTENTION=sdpa, and 64 pages that way too), 64 and 256 distinct pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption).
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
@@ -71,7 +71,10 @@ done
 
 step "wait for the references"
 wait $REF; tail -2 "$W/reference.log"; cat "$W/baseline.log" | grep -E "^\{|exit|Error|error" | tail -8
-for i in $(seq 1 255); do ln -sf /tmp/pages/p000.ppm "$(printf '/tmp/pages/p%03d.ppm' "$i")"; done
+# 256 different pages (p000 is the page above), and the first 64 of them: the bursts and the Poisson
+# stream submit distinct images, as users do, not one image many times.
+make_pages /tmp/pages 256 > /dev/null; mkdir -p /tmp/pages64
+for i in $(seq 0 63); do ln -sf "$(printf '/tmp/pages/p%03d.ppm' "$i")" /tmp/pages64/; done
 G=/tmp/hy/golden_page_1024.safetensors
 
 step "fused runner: parity (float16, bfloat16) and the decode step alone"
@@ -156,11 +159,11 @@ def pages(g):  # every field but the timings
     return [{k: v for k, v in r.items() if k != "timing_ms"} for r in rows]
 a, b = pages("1"), pages("0")
 ok = len(a) > 0 and not any(r.get("error") for r in a)
-# The three pages of greedy3 are the same image. Which of them meets which batch sizes (graphs of 1, 2,
-# 4) depends on timing, and a batch's kernels round differently, so at a near-tie of the random model
-# one copy's text can part from the others' (calls 68 and 89: at token 137 or 143). So there both runs
-# must give the same texts in any order among the copies, and a difference is printed with the
-# characters where the texts part; a wrong draw in the graph would part them at once.
+# Which of greedy3's pages meets which batch sizes (graphs of 1, 2, 4) depends on timing, and a batch's
+# kernels round differently, so at a near-tie of the random model a page's text can part between the
+# runs (calls 68 and 89, when the three were one image: at token 137 or 143). So there both runs must
+# give the same texts in any order, and a difference is printed with the characters where the texts
+# part; a wrong draw in the graph would part them at once.
 key = lambda r: json.dumps({k: v for k, v in r.items() if k != "image"}, sort_keys=True)
 verdict = ("same results" if a == b else "same results, in another order among the identical pages"
            if sorted(map(key, a)) == sorted(map(key, b)) else "DIFFERENT") if ok else "FAILED"
@@ -182,9 +185,9 @@ for mode in auto hp-only off; do
     | grep -E "^(decode|per_token|total)" | sed "s/^/1000 tokens, $mode: /" | tee -a "$W/latency.txt"
 done
 step "64 and 256 pages at once"
-timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64.json" 2>&1
-[ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 256 --json > "$W/thr256.json" 2>&1
-full_run && LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 64 --json > "$W/thr64_sdpa.json" 2>&1
+timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64.json" 2>&1
+[ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256.json" 2>&1
+full_run && LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_sdpa.json" 2>&1
 python3 - "$W" <<'PY'
 import json, os, sys
 for n in ("thr64", "thr256", "thr64_sdpa"):
@@ -204,6 +207,6 @@ python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];
   || tail -5 "$W/tinypool.json"
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
-timeout 150 $CLI bench /tmp/pages/p000.ppm $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
+timeout 150 $CLI bench /tmp/pages $H --no-latency --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
 full_run && diagnostics
 step "done"
