@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <ATen/Parallel.h>
+
 #include <opencv2/imgproc.hpp>
 
 namespace lector::pipeline {
@@ -40,6 +42,18 @@ LineCrop cropLine(const Image& image, const Quad& q)
     }
     crop.image = fromMat(warped);
     return crop;
+}
+
+std::vector<LineCrop> cropLines(std::span<const CropRef> refs)
+{
+    std::vector<LineCrop> crops(refs.size());
+    at::parallel_for(0, static_cast<int64_t>(refs.size()), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const CropRef& ref = refs[static_cast<size_t>(i)];
+            crops[static_cast<size_t>(i)] = cropLine(*ref.image, ref.quad);
+        }
+    });
+    return crops;
 }
 
 Image rotate180(const Image& image)

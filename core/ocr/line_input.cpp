@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <ATen/Parallel.h>
+
 #include <opencv2/imgproc.hpp>
 
 namespace lector::pipeline {
@@ -21,22 +23,25 @@ at::Tensor lineBatchInput(std::span<const Image* const> crops, int width)
     at::Tensor input = at::zeros({n, 3, kLineHeight, width}, at::kFloat);  // [N, 3(BGR), 48, W]
     float* base = input.data_ptr<float>();
     const int64_t plane = static_cast<int64_t>(kLineHeight) * width;
-    cv::Mat resized;
-    for (int64_t i = 0; i < n; ++i) {
-        const Image& crop = *crops[static_cast<size_t>(i)];
-        if (crop.empty()) continue;
-        const int w = std::min(width, scaledLineWidth(crop));
-        const cv::Mat src(crop.height, crop.width, CV_8UC3, const_cast<std::uint8_t*>(crop.rgb.data()));
-        cv::resize(src, resized, cv::Size(w, kLineHeight), 0, 0, cv::INTER_LINEAR);
-        float* out = base + i * 3 * plane;
-        for (int y = 0; y < kLineHeight; ++y) {
-            const std::uint8_t* row = resized.ptr<std::uint8_t>(y);
-            for (int x = 0; x < w; ++x) {
-                for (int c = 0; c < 3; ++c)  // c: B, G, R <- row: R, G, B
-                    out[c * plane + y * width + x] = row[x * 3 + (2 - c)] * (2.0f / 255.0f) - 1.0f;
+    // Each crop fills its own slice: the crops in parallel (as cropLines()).
+    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+        cv::Mat resized;
+        for (int64_t i = begin; i < end; ++i) {
+            const Image& crop = *crops[static_cast<size_t>(i)];
+            if (crop.empty()) continue;
+            const int w = std::min(width, scaledLineWidth(crop));
+            const cv::Mat src(crop.height, crop.width, CV_8UC3, const_cast<std::uint8_t*>(crop.rgb.data()));
+            cv::resize(src, resized, cv::Size(w, kLineHeight), 0, 0, cv::INTER_LINEAR);
+            float* out = base + i * 3 * plane;
+            for (int y = 0; y < kLineHeight; ++y) {
+                const std::uint8_t* row = resized.ptr<std::uint8_t>(y);
+                for (int x = 0; x < w; ++x) {
+                    for (int c = 0; c < 3; ++c)  // c: B, G, R <- row: R, G, B
+                        out[c * plane + y * width + x] = row[x * 3 + (2 - c)] * (2.0f / 255.0f) - 1.0f;
+                }
             }
         }
-    }
+    });
     return input;
 }
 

@@ -137,10 +137,10 @@ std::vector<LineText> PpOcrPipeline::recognize(const std::vector<CropRef>& refs,
     auto start = Clock::now();
     std::vector<Image> crops;
     crops.reserve(refs.size());
+    std::vector<LineCrop> lineCrops = cropLines(refs);
     for (size_t i = 0; i < refs.size(); ++i) {
-        LineCrop crop = cropLine(*refs[i].image, refs[i].quad);
-        out[i].rotated90 = crop.rotated90;
-        crops.push_back(std::move(crop.image));
+        out[i].rotated90 = lineCrops[i].rotated90;
+        crops.push_back(std::move(lineCrops[i].image));
     }
     if (times) times->cropMs += msSince(start);
 
