@@ -67,8 +67,11 @@ ShapeKey shapeKey(const std::vector<at::Tensor>& inputs)
 }
 
 // Captured plans a Graph keeps at most. PP-OCR's pipeline rounds its shapes to buckets (a few dozen
-// over any set of pages); past this many, new shapes run eagerly.
+// over any set of pages); past this many, or once the captures' outputs (which stay allocated: a batch
+// of 32 wide rec lines gives ~70 MB of per-step class probabilities) hold this many bytes, new shapes
+// run eagerly. Small enough for a desktop card's memory.
 constexpr size_t kMaxCapturedShapes = 96;
+constexpr std::int64_t kMaxCapturedOutputBytes = std::int64_t{512} << 20;
 
 }  // namespace
 
@@ -89,6 +92,7 @@ struct Graph::Impl {
     mutable std::map<ShapeKey, std::unique_ptr<CapturedRun>> captured;
     mutable std::set<ShapeKey> ranEagerly;
     mutable const gpu::CudaGraph* pool = nullptr;  // the first capture's; every later one shares it
+    mutable std::int64_t capturedOutputBytes = 0;
     mutable bool captureFailed = false;
 
     void build(const ModelDesc& model);
@@ -263,7 +267,9 @@ std::optional<std::vector<at::Tensor>> Graph::Impl::runCaptured(const std::vecto
     if (it == captured.end()) {
         // The first run of a shape is eager: it creates cuDNN's plans and the workspaces a capture
         // must find ready, and a shape seen once (a page's odd size) costs no capture.
-        if (ranEagerly.insert(key).second || captured.size() >= kMaxCapturedShapes) return std::nullopt;
+        if (ranEagerly.insert(key).second || captured.size() >= kMaxCapturedShapes ||
+            capturedOutputBytes >= kMaxCapturedOutputBytes)
+            return std::nullopt;
         auto run = std::make_unique<CapturedRun>();
         for (const at::Tensor& t : inputs) run->inputs.push_back(t.clone());
         try {
@@ -276,6 +282,7 @@ std::optional<std::vector<at::Tensor>> Graph::Impl::runCaptured(const std::vecto
             return std::nullopt;
         }
         if (!pool) pool = &run->graph;
+        for (const at::Tensor& t : run->outputs) capturedOutputBytes += static_cast<std::int64_t>(t.nbytes());
         it = captured.emplace(key, std::move(run)).first;
     } else {
         for (size_t i = 0; i < inputs.size(); ++i) it->second->inputs[i].copy_(inputs[i]);
