@@ -231,9 +231,9 @@ void HunyuanBackend::add(RequestPtr request)
     if (!layout.ok()) return request->fail("generation_failed", req.imageName + ": " + layout.error().message);
     seq->promptIds = std::move(layout->ids);
     seq->positions = std::move(layout->positionIds);
-    seq->image = m_pixelWorker.submit([image = req.image, pc] {
+    seq->image = m_pixelWorker.submit([image = req.image, pc, output = m_vision.pixelOutput()] {
         const auto t0 = Clock::now();
-        auto pre = hy::preprocessImage(*image, pc);
+        auto pre = hy::preprocessImage(*image, pc, output);
         if (!pre) throw std::runtime_error(pre.error().message);
         return std::make_pair(std::move(pre).value(), msSince(t0));
     });

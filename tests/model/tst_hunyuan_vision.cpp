@@ -109,6 +109,18 @@ void checkImage(const std::string& name, const lector::Image& input)
     LECTOR_CHECK_EQ(pre->originalWidth, input.width);
     LECTOR_CHECK_EQ(pre->originalHeight, input.height);
     checkClose("pixel_values", pre->pixelValues, expectedPixelValues(refRgb, m.config.preprocess), 1e-6);
+    // A CUDA engine's worker asks for the model's dtype (VisionEncoder::pixelOutput()): the float32
+    // values rounded once, as converting them afterwards gives, so the tower sees the same input.
+    for (const at::ScalarType dtype : {at::kHalf, at::kBFloat16}) {
+        auto narrow = hy::preprocessImage(input, m.config.preprocess, {dtype, /*pinned=*/false});
+        LECTOR_CHECK_MSG(narrow.ok(), narrow.error().message);
+        LECTOR_CHECK(narrow->pixelValues.scalar_type() == dtype);
+        LECTOR_CHECK_MSG(at::equal(narrow->pixelValues, pre->pixelValues.to(dtype)),
+                         name << ": " << dtype << " pixel values are not the float32 ones rounded");
+        const double tolerance = dtype == at::kHalf ? 2e-3 : 1.6e-2;  // half an ulp at |v| ~ 2.2
+        const double diff = (narrow->pixelValues.to(at::kFloat) - expectedPixelValues(refRgb, m.config.preprocess)).abs().max().item<double>();
+        LECTOR_CHECK_MSG(diff <= tolerance, name << ": " << dtype << " pixel values differ by " << diff);
+    }
 
     c10::InferenceMode guard;
     const auto emb = m.encoder.embed(pre->pixelValues, pre->gridH, pre->gridW);

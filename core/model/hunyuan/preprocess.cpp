@@ -65,14 +65,43 @@ Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
     return image::resizeBicubicPillow(image, size->width, size->height);
 }
 
+namespace {
+
+// Writes the normalised pixels of `resized` in patch order through a table per channel and byte value
+// (values of T: the float32 result rounded once to T).
+template <typename T>
+void writePatches(const Image& resized, const float (&lut)[3][256], int p, int64_t gridH, int64_t gridW, T* dst)
+{
+    T table[3][256];
+    for (int c = 0; c < 3; ++c)
+        for (int v = 0; v < 256; ++v) table[c][v] = static_cast<T>(lut[c][v]);
+    const int64_t rowValues = 3 * int64_t{p} * p, width = resized.width;
+    const std::uint8_t* rgb = resized.rgb.data();
+    at::parallel_for(0, gridH, 1, [&](int64_t first, int64_t last) {
+        for (int64_t py = first; py < last; ++py)
+            for (int64_t px = 0; px < gridW; ++px) {
+                T* patch = dst + (py * gridW + px) * rowValues;
+                for (int64_t y = 0; y < p; ++y) {
+                    const std::uint8_t* src = rgb + ((py * p + y) * width + px * p) * 3;
+                    for (int64_t x = 0; x < p; ++x)
+                        for (int c = 0; c < 3; ++c) patch[(c * p + y) * p + x] = table[c][src[x * 3 + c]];
+                }
+            }
+    });
+}
+
+}  // namespace
+
 PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config, int originalWidth,
-                           int originalHeight)
+                           int originalHeight, PixelOutput output)
 {
     const int p = config.patchSize;
     if (resized.empty() || resized.width % config.factor() != 0 || resized.height % config.factor() != 0)
         throw std::invalid_argument("patchify: image " + std::to_string(resized.width) + "x" +
                                     std::to_string(resized.height) + " is not a multiple of " +
                                     std::to_string(config.factor()));
+    if (output.dtype != at::kFloat && output.dtype != at::kHalf && output.dtype != at::kBFloat16)
+        throw std::invalid_argument("patchify: pixel values are float32, float16 or bfloat16");
     PreprocessedImage out;
     out.gridH = resized.height / p;
     out.gridW = resized.width / p;
@@ -90,29 +119,23 @@ PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config,
         for (int v = 0; v < 256; ++v)
             lut[c][v] = (static_cast<float>(v) / 255.0f - config.mean[static_cast<size_t>(c)]) /
                         config.std[static_cast<size_t>(c)];
-    const int64_t rowFloats = 3 * int64_t{p} * p, width = resized.width, gridW = out.gridW;
-    out.pixelValues = at::empty({out.numPatches(), rowFloats}, at::kFloat);
-    float* dst = out.pixelValues.data_ptr<float>();
-    const std::uint8_t* rgb = resized.rgb.data();
-    at::parallel_for(0, out.gridH, 1, [&](int64_t first, int64_t last) {
-        for (int64_t py = first; py < last; ++py)
-            for (int64_t px = 0; px < gridW; ++px) {
-                float* patch = dst + (py * gridW + px) * rowFloats;
-                for (int64_t y = 0; y < p; ++y) {
-                    const std::uint8_t* src = rgb + ((py * p + y) * width + px * p) * 3;
-                    for (int64_t x = 0; x < p; ++x)
-                        for (int c = 0; c < 3; ++c) patch[(c * p + y) * p + x] = lut[c][src[x * 3 + c]];
-                }
-            }
-    });
+    out.pixelValues = at::empty({out.numPatches(), 3 * int64_t{p} * p},
+                                at::TensorOptions().dtype(output.dtype).pinned_memory(output.pinned));
+    switch (output.dtype) {
+    case at::kHalf: writePatches(resized, lut, p, out.gridH, out.gridW, out.pixelValues.data_ptr<at::Half>()); break;
+    case at::kBFloat16:
+        writePatches(resized, lut, p, out.gridH, out.gridW, out.pixelValues.data_ptr<at::BFloat16>());
+        break;
+    default: writePatches(resized, lut, p, out.gridH, out.gridW, out.pixelValues.data_ptr<float>()); break;
+    }
     return out;
 }
 
-Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config)
+Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config, PixelOutput output)
 {
     auto resized = resizeForModel(image, config);
     if (!resized) return resized.error();
-    return patchify(*resized, config, image.width, image.height);
+    return patchify(*resized, config, image.width, image.height, output);
 }
 
 }  // namespace lector::model::hunyuan

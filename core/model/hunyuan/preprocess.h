@@ -24,10 +24,19 @@ struct SmartSize {
 // Errors: "bad_image" when a side is not positive or the aspect ratio exceeds 200.
 Result<SmartSize> smartResize(int height, int width, int factor, int64_t minPixels, int64_t maxPixels);
 
+// The element type and memory of PreprocessedImage::pixelValues. float32 pageable by default; a CUDA
+// model's engine asks for its own dtype in pinned memory (VisionEncoder::pixelOutput()), so the values
+// reach the device by one asynchronous copy with no conversion pass on the engine thread. Values are
+// the float32 ones rounded to the dtype (to nearest even), as a conversion after the fact gives.
+struct PixelOutput {
+    at::ScalarType dtype = at::kFloat;  // kFloat, kHalf or kBFloat16
+    bool pinned = false;                // page-locked host memory (a CUDA build of libtorch only)
+};
+
 // The vision encoder's input for one image.
 struct PreprocessedImage {
-    at::Tensor pixelValues;  // [gridH * gridW, 3 * patch * patch] float32 CPU; row-major patches,
-                             // each channel-major (c * patch^2 + y * patch + x)
+    at::Tensor pixelValues;  // [gridH * gridW, 3 * patch * patch] CPU, PixelOutput's dtype (float32 by
+                             // default); row-major patches, each channel-major (c * patch^2 + y * patch + x)
     int gridH = 0;           // patches per column (resizedHeight / patch)
     int gridW = 0;           // patches per row
     int resizedWidth = 0;
@@ -51,9 +60,9 @@ Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
 // is recorded for coordinate mapping. Throws std::invalid_argument on a size that is not a multiple
 // (a programming error: call resizeForModel first).
 PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config, int originalWidth,
-                           int originalHeight);
+                           int originalHeight, PixelOutput output = {});
 
 // resizeForModel + patchify. Errors: "bad_image" (empty image, aspect ratio > 200).
-Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config);
+Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config, PixelOutput output = {});
 
 }  // namespace lector::model::hunyuan

@@ -44,6 +44,9 @@ public:
     // Several images at once, one output per image as encode() gives it. The token-wise work (norms,
     // matmuls, GELU) runs once over all patches; attention stays inside each image.
     std::vector<at::Tensor> encodeBatch(const std::vector<const PreprocessedImage*>& images) const;
+    // The pixel values this encoder takes without a host-side pass (preprocessImage's output option): on
+    // CUDA, its dtype in pinned memory; elsewhere float32. Thread-safe.
+    PixelOutput pixelOutput() const;
 
     // --- stages (for tests and benchmarks) ---
     // pixelValues [N, 3*p*p] (any device/dtype) -> patch embedding + position embedding [N, hidden].
