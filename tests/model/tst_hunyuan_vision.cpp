@@ -112,7 +112,7 @@ void checkImage(const std::string& name, const lector::Image& input)
     // A CUDA engine's worker asks for the model's dtype (VisionEncoder::pixelOutput()): the float32
     // values rounded once, as converting them afterwards gives, so the tower sees the same input.
     for (const at::ScalarType dtype : {at::kHalf, at::kBFloat16}) {
-        auto narrow = hy::preprocessImage(input, m.config.preprocess, {dtype, /*pinned=*/false});
+        auto narrow = hy::preprocessImage(input, m.config.preprocess, {dtype});
         LECTOR_CHECK_MSG(narrow.ok(), narrow.error().message);
         LECTOR_CHECK(narrow->pixelValues.scalar_type() == dtype);
         LECTOR_CHECK_MSG(at::equal(narrow->pixelValues, pre->pixelValues.to(dtype)),

@@ -119,8 +119,7 @@ PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config,
         for (int v = 0; v < 256; ++v)
             lut[c][v] = (static_cast<float>(v) / 255.0f - config.mean[static_cast<size_t>(c)]) /
                         config.std[static_cast<size_t>(c)];
-    out.pixelValues = at::empty({out.numPatches(), 3 * int64_t{p} * p},
-                                at::TensorOptions().dtype(output.dtype).pinned_memory(output.pinned));
+    out.pixelValues = at::empty({out.numPatches(), 3 * int64_t{p} * p}, output.dtype);
     switch (output.dtype) {
     case at::kHalf: writePatches(resized, lut, p, out.gridH, out.gridW, out.pixelValues.data_ptr<at::Half>()); break;
     case at::kBFloat16:

@@ -44,8 +44,8 @@ public:
     // Several images at once, one output per image as encode() gives it. The token-wise work (norms,
     // matmuls, GELU) runs once over all patches; attention stays inside each image.
     std::vector<at::Tensor> encodeBatch(const std::vector<const PreprocessedImage*>& images) const;
-    // The pixel values this encoder takes without a host-side pass (preprocessImage's output option): on
-    // CUDA, its dtype in pinned memory; elsewhere float32. Thread-safe.
+    // The pixel values this encoder takes without a conversion on the calling thread (preprocessImage's
+    // output option): on CUDA its dtype, elsewhere float32. Thread-safe.
     PixelOutput pixelOutput() const;
 
     // --- stages (for tests and benchmarks) ---
