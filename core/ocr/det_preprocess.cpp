@@ -31,25 +31,31 @@ Image resizeForDet(const Image& image, DetInputSize size)
     return out;
 }
 
-at::Tensor normalizeDetInput(const Image& resized)
+at::Tensor normalizeDetInput(const Image& resized, int64_t paddedHeight, int64_t paddedWidth)
 {
     // B, G, R statistics; source pixels are R, G, B.
     constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
     constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
     const int64_t h = resized.height, w = resized.width;
-    at::Tensor input = at::empty({1, 3, h, w}, at::kFloat);  // [1, 3(BGR), H, W]
+    const int64_t ph = std::max(h, paddedHeight), pw = std::max(w, paddedWidth);
+    at::Tensor input = at::empty({1, 3, ph, pw}, at::kFloat);  // [1, 3(BGR), H, W]
     float* planes = input.data_ptr<float>();
     // Rows in parallel: a page is a few million values, milliseconds on one thread.
-    at::parallel_for(0, h, 64, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, ph, 64, [&](int64_t begin, int64_t end) {
         for (int c = 0; c < 3; ++c) {
             const int srcChannel = 2 - c;
             const float scale = 1.0f / (255.0f * kStd[c]);
             const float shift = -kMean[c] / kStd[c];
-            float* plane = planes + c * h * w;
+            const float white = 255.0f * scale + shift;
+            float* plane = planes + c * ph * pw;
             for (int64_t y = begin; y < end; ++y) {
-                const std::uint8_t* row = resized.row(static_cast<int>(y));
-                float* out = plane + y * w;
-                for (int64_t x = 0; x < w; ++x) out[x] = row[x * 3 + srcChannel] * scale + shift;
+                float* out = plane + y * pw;
+                int64_t x = 0;
+                if (y < h) {
+                    const std::uint8_t* row = resized.row(static_cast<int>(y));
+                    for (; x < w; ++x) out[x] = row[x * 3 + srcChannel] * scale + shift;
+                }
+                for (; x < pw; ++x) out[x] = white;
             }
         }
     });

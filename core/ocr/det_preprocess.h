@@ -30,7 +30,9 @@ Image resizeForDet(const Image& image, DetInputSize size);
 
 // [1, 3, H, W] float32 on CPU, channels in B, G, R order: (u8 / 255 - mean) / std with ImageNet
 // mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225) per B, G, R (the network was trained on
-// OpenCV BGR images).
-at::Tensor normalizeDetInput(const Image& resized);
+// OpenCV BGR images). With paddedHeight / paddedWidth larger than the image, the tensor has that size
+// and the image sits top left, the rest white (the value a white pixel normalises to): the shape
+// buckets of the CUDA path, written in the same pass.
+at::Tensor normalizeDetInput(const Image& resized, int64_t paddedHeight = 0, int64_t paddedWidth = 0);
 
 }  // namespace lector::pipeline

@@ -97,19 +97,11 @@ Detection PpOcrPipeline::detect(const Image& image) const
     const DetInputSize size = detInputSize(image.width, image.height, m_options.detMaxPixels);
     det.inputWidth = size.width;
     det.inputHeight = size.height;
-    at::Tensor input = normalizeDetInput(resizeForDet(image, size));  // [1, 3, H, W]
-    if (const int bucket = shapeBucket(); bucket > 0) {
-        // Pad right and bottom with white: no text there, and the map is cut back before post-processing.
-        const int64_t h = input.size(2), w = input.size(3);
-        const int64_t ph = (h + bucket - 1) / bucket * bucket, pw = (w + bucket - 1) / bucket * bucket;
-        if (ph != h || pw != w) {
-            Image white(1, 1);
-            std::fill(white.rgb.begin(), white.rgb.end(), std::uint8_t(255));
-            at::Tensor padded = normalizeDetInput(white).expand({1, 3, ph, pw}).contiguous();
-            padded.narrow(2, 0, h).narrow(3, 0, w).copy_(input);
-            input = padded;
-        }
-    }
+    // Shape buckets: padded right and bottom with white (no text there; the map is cut back before
+    // post-processing).
+    const int bucket = shapeBucket();
+    const auto padTo = [bucket](int64_t v) { return bucket > 0 ? (v + bucket - 1) / bucket * bucket : v; };
+    const at::Tensor input = normalizeDetInput(resizeForDet(image, size), padTo(size.height), padTo(size.width));  // [1, 3, H, W]
     det.preprocessMs = msSince(start);
 
     start = Clock::now();

@@ -67,3 +67,20 @@ LECTOR_TEST(normalisesInBgrOrderWithImagenetStatistics)
     LECTOR_CHECK_NEAR(a[0][0][0][1], (128 / 255.0 - 0.485) / 0.229, 1e-5);
     LECTOR_CHECK_NEAR(a[0][2][0][1], (255 / 255.0 - 0.406) / 0.225, 1e-5);
 }
+
+LECTOR_TEST(padsWithNormalisedWhiteTopLeftAligned)
+{
+    lector::Image img(2, 1);
+    img.rgb = {10, 20, 30, 255, 0, 128};
+    const at::Tensor x = normalizeDetInput(img, 3, 4);  // [1, 3, 3, 4]: the image in row 0, columns 0-1
+    LECTOR_CHECK_EQ(x.sizes().vec(), (std::vector<int64_t>{1, 3, 3, 4}));
+    LECTOR_CHECK(at::equal(x.narrow(2, 0, 1).narrow(3, 0, 2), normalizeDetInput(img)));
+    const double white[3] = {(1.0 - 0.485) / 0.229, (1.0 - 0.456) / 0.224, (1.0 - 0.406) / 0.225};  // B, G, R
+    const auto a = x.accessor<float, 4>();
+    for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < 3; ++y)
+            for (int px = 0; px < 4; ++px)
+                if (y > 0 || px > 1) LECTOR_CHECK_NEAR(a[0][c][y][px], white[c], 1e-5);
+    // Padding smaller than the image is no padding.
+    LECTOR_CHECK(at::equal(normalizeDetInput(img, 1, 1), normalizeDetInput(img)));
+}
