@@ -78,18 +78,22 @@ void PpOcrBackend::admit()
 void PpOcrBackend::step()
 {
     admit();
-    // 1. Detection, image by image. A failure here fails that image only.
+    // 1. Detection: the images' CPU stages in parallel, the networks one after another. A failure here
+    // fails that image only.
+    std::vector<const Image*> images;
+    for (const auto& r : m_inFlight) images.push_back(r->request().image.get());
+    std::vector<Result<pipeline::Detection>> found = m_pipeline.detectMany(images);
     std::vector<pipeline::Detection> detections(m_inFlight.size());
     std::vector<bool> ok(m_inFlight.size(), true);
     std::vector<pipeline::CropRef> crops;
     std::vector<std::size_t> firstCrop(m_inFlight.size() + 1, 0);
     for (std::size_t i = 0; i < m_inFlight.size(); ++i) {
         const auto& req = m_inFlight[i]->request();
-        try {
-            detections[i] = m_pipeline.detect(*req.image);
-        } catch (const std::exception& e) {
+        if (found[i].ok()) {
+            detections[i] = std::move(found[i]).value();
+        } else {
             ok[i] = false;
-            m_inFlight[i]->fail("detection_failed", req.imageName + ": " + e.what());
+            m_inFlight[i]->fail(found[i].error().code, req.imageName + ": " + found[i].error().message);
         }
         firstCrop[i] = crops.size();
         if (ok[i])

@@ -1,5 +1,6 @@
 #include "core/ocr/pipeline.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
@@ -86,14 +87,9 @@ at::Tensor padBatchToPowerOfTwo(const at::Tensor& input)
 }
 }  // namespace
 
-Detection PpOcrPipeline::detect(const Image& image) const
+at::Tensor PpOcrPipeline::detInput(const Image& image, Detection& det) const
 {
-    Detection det;
-    det.imageWidth = image.width;
-    det.imageHeight = image.height;
-    if (image.empty()) return det;
-
-    auto start = Clock::now();
+    const auto start = Clock::now();
     const DetInputSize size = detInputSize(image.width, image.height, m_options.detMaxPixels);
     det.inputWidth = size.width;
     det.inputHeight = size.height;
@@ -101,24 +97,87 @@ Detection PpOcrPipeline::detect(const Image& image) const
     // post-processing).
     const int bucket = shapeBucket();
     const auto padTo = [bucket](int64_t v) { return bucket > 0 ? (v + bucket - 1) / bucket * bucket : v; };
-    const at::Tensor input = normalizeDetInput(resizeForDet(image, size), padTo(size.height), padTo(size.width));  // [1, 3, H, W]
+    at::Tensor input = normalizeDetInput(resizeForDet(image, size), padTo(size.height), padTo(size.width));  // [1, 3, H, W]
     det.preprocessMs = msSince(start);
+    return input;
+}
 
-    start = Clock::now();
+at::Tensor PpOcrPipeline::detProbability(const at::Tensor& input, Detection& det) const
+{
+    const auto start = Clock::now();
     at::Tensor prob;  // [1, 1, H, W] probability map
     {
         c10::InferenceMode guard;
         prob = m_det.run({input}).at(0);
-        prob = prob.narrow(2, 0, size.height).narrow(3, 0, size.width).to(at::kCPU, at::kFloat).contiguous();
+        prob = prob.narrow(2, 0, det.inputHeight).narrow(3, 0, det.inputWidth).to(at::kCPU, at::kFloat).contiguous();
     }
     det.detMs = msSince(start);
+    return prob;
+}
 
-    start = Clock::now();
+void PpOcrPipeline::detLines(const at::Tensor& prob, Detection& det) const
+{
+    const auto start = Clock::now();
     const DbOptions db{m_options.detThreshold, m_options.boxThreshold, m_options.unclipRatio, m_options.minBoxSide,
                        m_options.maxCandidates};
-    det.lines = dbPostprocess(prob, image.width, image.height, db);
+    det.lines = dbPostprocess(prob, det.imageWidth, det.imageHeight, db);
     det.postprocessMs = msSince(start);
+}
+
+Detection PpOcrPipeline::detect(const Image& image) const
+{
+    Detection det;
+    det.imageWidth = image.width;
+    det.imageHeight = image.height;
+    if (image.empty()) return det;
+    const at::Tensor input = detInput(image, det);
+    detLines(detProbability(input, det), det);
     return det;
+}
+
+std::vector<Result<Detection>> PpOcrPipeline::detectMany(std::span<const Image* const> images) const
+{
+    const auto n = static_cast<int64_t>(images.size());
+    std::vector<Detection> dets(images.size());
+    std::vector<at::Tensor> inputs(images.size()), probs(images.size());
+    std::vector<std::string> errors(images.size());
+    // Runs one stage of image i, turning its exception into that image's error.
+    auto guarded = [&](int64_t i, auto&& stage) {
+        if (!errors[static_cast<size_t>(i)].empty()) return;
+        try {
+            stage(static_cast<size_t>(i));
+        } catch (const std::exception& e) {
+            errors[static_cast<size_t>(i)] = e.what();
+        }
+    };
+    for (size_t i = 0; i < images.size(); ++i) {
+        dets[i].imageWidth = images[i]->width;
+        dets[i].imageHeight = images[i]->height;
+    }
+    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            guarded(i, [&](size_t k) {
+                if (!images[k]->empty()) inputs[k] = detInput(*images[k], dets[k]);
+            });
+    });
+    for (int64_t i = 0; i < n; ++i)
+        guarded(i, [&](size_t k) {
+            if (inputs[k].defined()) probs[k] = detProbability(inputs[k], dets[k]);
+            inputs[k] = at::Tensor();
+        });
+    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            guarded(i, [&](size_t k) {
+                if (probs[k].defined()) detLines(probs[k], dets[k]);
+            });
+    });
+    std::vector<Result<Detection>> out;
+    out.reserve(images.size());
+    for (size_t i = 0; i < images.size(); ++i) {
+        if (errors[i].empty()) out.emplace_back(std::move(dets[i]));
+        else out.emplace_back(makeError("detection_failed", errors[i]));
+    }
+    return out;
 }
 
 std::vector<LineText> PpOcrPipeline::recognize(const std::vector<CropRef>& refs, StageTimes* times) const

@@ -40,6 +40,10 @@ public:
     // Detection for one image: bounded resize, det network, DB post-processing. Fills the
     // preprocess / det / postprocess timings. An empty image gives no lines.
     Detection detect(const Image& image) const;
+    // detect() for several images: the CPU stages (resize and normalisation, DB post-processing) of all
+    // of them in parallel, the networks one after another. On a GPU the CPU stages are most of an
+    // image's detection. Each image fails alone ("detection_failed" naming the error); the others go on.
+    std::vector<Result<Detection>> detectMany(std::span<const Image* const> images) const;
 
     // Text of each crop, in the order given (crops may come from several images). Crops are cut from
     // the full-resolution images, turned by the classifier, and recognised in width-sorted batches.
@@ -64,6 +68,11 @@ private:
 
     // PipelineOptions::shapeBucket resolved for this pipeline's device (0: exact shapes).
     int shapeBucket() const;
+    // detect()'s three stages: the network input (CPU), the probability map (the network), the lines
+    // (DB post-processing, CPU). Each fills its timing in `det`.
+    at::Tensor detInput(const Image& image, Detection& det) const;
+    at::Tensor detProbability(const at::Tensor& input, Detection& det) const;
+    void detLines(const at::Tensor& prob, Detection& det) const;
     void classify(std::vector<Image>& crops, std::vector<LineText>& out) const;
     void recognizeBatches(const std::vector<Image>& crops, std::vector<LineText>& out) const;
 

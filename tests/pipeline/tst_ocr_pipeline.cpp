@@ -212,3 +212,31 @@ LECTOR_TEST(reportsMissingModelFiles)
     LECTOR_CHECK_EQ(noKeys.error().code, std::string("model_not_found"));
     LECTOR_CHECK(noKeys.error().message.find(kKeysFile) != std::string::npos);
 }
+
+LECTOR_TEST(detectManyEqualsDetectOneByOne)
+{
+    // The engine's path: several images' CPU stages in parallel, the networks in turn. Same lines as
+    // one image at a time, an empty image among them included.
+    std::vector<Image> images;
+    for (const auto& [name, want] : pinnedTexts()) images.push_back(fixtureImage(name));
+    images.emplace_back();
+    std::vector<const Image*> refs;
+    for (const Image& img : images) refs.push_back(&img);
+    const auto many = pipeline().detectMany(refs);
+    LECTOR_CHECK_EQ(many.size(), images.size());
+    for (size_t i = 0; i < images.size(); ++i) {
+        LECTOR_CHECK_MSG(many[i].ok(), "image " << i << ": " << many[i].error().message);
+        const auto one = pipeline().detect(images[i]);
+        LECTOR_CHECK_EQ(many[i]->imageWidth, images[i].width);
+        LECTOR_CHECK_EQ(many[i]->lines.size(), one.lines.size());
+        for (size_t k = 0; k < one.lines.size() && k < many[i]->lines.size(); ++k) {
+            LECTOR_CHECK(many[i]->lines[k].score == one.lines[k].score);
+            for (int c = 0; c < 4; ++c) {
+                LECTOR_CHECK(many[i]->lines[k].quad[c].x == one.lines[k].quad[c].x);
+                LECTOR_CHECK(many[i]->lines[k].quad[c].y == one.lines[k].quad[c].y);
+            }
+        }
+    }
+    LECTOR_CHECK(many.back()->lines.empty());
+    LECTOR_CHECK(!many.front()->lines.empty());
+}
