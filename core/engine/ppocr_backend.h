@@ -1,6 +1,7 @@
 // PpOcrBackend: the default model (PP-OCRv4 det + cls + rec) behind the engine. Each step admits up to
-// maxImagesPerStep queued images, detects lines image by image, then classifies and recognises the
-// line crops of all of them together in width-sorted batches, and assembles each image's result.
+// maxImagesPerStep queued images, detects their lines (the CPU stages of all images in parallel, the
+// det network image by image), then classifies and recognises the line crops of all of them together
+// in width-sorted batches, and assembles each image's result.
 // Engine thread only (see backend.h).
 #pragma once
 
