@@ -207,8 +207,8 @@ python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];
   || tail -5 "$W/tinypool.json"
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
-# 64 distinct pages cycled; one warm-up pass over them, no burst (over 256 pages the warm-up alone, one
-# page at a time, took ~45 s of call 169's 71 s here).
+# 64 distinct pages cycled; one warm-up pass over them, no burst (over 256 pages, with their warm-up one
+# page at a time and their burst, this step took 71 s in call 169 against 19 in call 158).
 timeout 150 $CLI bench /tmp/pages64 $H --no-latency --no-throughput --poisson "$RATE" --count 200 --new-tokens-range 64:1024 2>&1 | tee "$W/poisson.txt"
 full_run && diagnostics
 step "done"
