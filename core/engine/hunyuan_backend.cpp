@@ -9,6 +9,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/assert.h"
+#include "core/common/env.h"
 #include "core/common/log.h"
 #include "core/common/timing.h"
 #include "core/doc/output_parser.h"
@@ -137,7 +138,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         // Decode graphs draw their tokens themselves; LECTOR_GRAPH_SAMPLER=0 leaves that to a kernel
         // after each graph (for comparison: the tokens must be the same).
-        if (const char* e = std::getenv("LECTOR_GRAPH_SAMPLER"); !(e && std::string(e) == "0"))
+        if (!envOff("LECTOR_GRAPH_SAMPLER"))
             backend->m_runner->attachSampler(*backend->m_sampler);
         for (const std::string& line : backend->m_runner->tuneLayouts())
             if (line.rfind("decode step", 0) == 0) LECTOR_LOG_INFO("HunyuanOCR: " << line);  // chooseChainRoutes

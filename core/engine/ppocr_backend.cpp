@@ -1,9 +1,9 @@
 #include "core/engine/ppocr_backend.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <string>
 
+#include "core/common/env.h"
 #include "core/common/paths.h"
 #include "core/common/timing.h"
 #include "core/doc/field_extractor.h"
@@ -23,10 +23,9 @@ Result<std::unique_ptr<Backend>> PpOcrBackend::create(const EngineConfig& config
         load.dtype = config.dtype == "float32" ? at::kFloat : at::kHalf;
         // For comparison (docs/perf.md): LECTOR_ONNX_CUDA_GRAPHS=0 runs every graph eagerly;
         // LECTOR_ONNX_CUDA_CONV=cudnn sends every convolution to cuDNN, =pointwise all but the 1x1 ones.
-        const char* graphs = std::getenv("LECTOR_ONNX_CUDA_GRAPHS");
-        load.cudaGraphs = !(graphs && std::string(graphs) == "0");
+        load.cudaGraphs = !envOff("LECTOR_ONNX_CUDA_GRAPHS");
         using Routes = model::onnx::LoadOptions::CudaConvRoutes;
-        const std::string conv = std::getenv("LECTOR_ONNX_CUDA_CONV") ? std::getenv("LECTOR_ONNX_CUDA_CONV") : "";
+        const std::string conv = envValue("LECTOR_ONNX_CUDA_CONV");
         load.cudaConvRoutes = conv == "cudnn" ? Routes::None : conv == "pointwise" ? Routes::PointwiseOnly : Routes::PointwiseAndDepthwise;
         info.device = "cuda:0";
     } else {

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "core/common/assert.h"
+#include "core/common/env.h"
 #include "core/model/hunyuan/prompt.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
@@ -599,7 +600,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
 {
     const at::Device device = m_decoder.device();
     if (!device.is_cuda() || !gpu::cudaGraphsAvailable()) return;
-    if (const char* e = std::getenv("LECTOR_CHAIN_TUNING"); e && std::string(e) == "0") {
+    if (envOff("LECTOR_CHAIN_TUNING")) {
         report.push_back("decode step routes: not timed (LECTOR_CHAIN_TUNING=0)");
         return;
     }
@@ -867,11 +868,7 @@ int ModelRunner::captureGraphs()
         // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
         // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
         // LECTOR_LONG_CONTEXT_GRAPH=0 keeps the head-parallel graph at every context (for comparison).
-        auto longGraphWanted = [] {
-            const char* env = std::getenv("LECTOR_LONG_CONTEXT_GRAPH");
-            return !(env && std::string(env) == "0");
-        };
-        if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs && longGraphWanted()) {
+        if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs && !envOff("LECTOR_LONG_CONTEXT_GRAPH")) {
             m_longContextGraph = captured(false);
             m_longContextFrom = m_persistent->prefetchedContext();
         }

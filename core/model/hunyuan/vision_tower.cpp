@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/common/env.h"
 #include "gpu/ops.h"
 
 // libtorch 2.x has a fused attention (flash / memory-efficient kernels on CUDA); 1.13 does not.
@@ -78,8 +79,7 @@ Result<VisionEncoder> VisionEncoder::load(const WeightStore& weights, const Huny
 {
     const VisionConfig& vc = config.vision;
     VisionEncoder enc;
-    const char* attentionEnv = std::getenv("LECTOR_VISION_ATTENTION");
-    enc.m_ownAttention = !(attentionEnv && std::string(attentionEnv) == "sdpa");
+    enc.m_ownAttention = envValue("LECTOR_VISION_ATTENTION") != "sdpa";
     enc.m_config = vc;
     enc.m_dtype = dtype;
     enc.m_device = device;

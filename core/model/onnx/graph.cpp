@@ -260,8 +260,6 @@ std::optional<std::vector<at::Tensor>> Graph::Impl::runCaptured(const std::vecto
 {
     if (!options.cudaGraphs || !options.device.is_cuda() || profiling || captureFailed || !gpu::cudaGraphsAvailable())
         return std::nullopt;
-    for (const at::Tensor& t : inputs)
-        if (t.device() != options.device) return std::nullopt;
     const ShapeKey key = shapeKey(inputs);
     auto it = captured.find(key);
     if (it == captured.end()) {
