@@ -28,7 +28,9 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"runner", "NAME", "hunyuan-ocr decoder: auto (fused kernels + CUDA graphs on cuda, reference on cpu), fused (on cpu: scalar kernel references, for tests), reference"},
         {"no-cuda-graphs", "", "hunyuan-ocr on cuda: run decode steps eagerly (for comparison)"},
         {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
-        {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 2048)"},
+        {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 8192)"},
+        {"vision-images-per-step", "N", "hunyuan-ocr: images through the vision tower per engine step (default 8)"},
+        {"no-load-warmup", "", "hunyuan-ocr on cuda: skip the warm-up pages at load (the first requests pay the first sights)"},
     };
 }
 
@@ -62,7 +64,8 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (auto e = args.intValue("threads", 0, 0, 1024, config.threads)) return e;
     if (config.threads == 0) config.threads = cores;
     if (auto e = args.intValue("kv-cache-tokens", 0, 16, 1 << 26, config.kvCacheTokens)) return e;
-    if (auto e = args.intValue("max-tokens-per-step", 2048, 1, 1 << 20, config.maxTokensPerStep)) return e;
+    if (auto e = args.intValue("max-tokens-per-step", 8192, 1, 1 << 20, config.maxTokensPerStep)) return e;
+    if (auto e = args.intValue("vision-images-per-step", 8, 1, 256, config.maxVisionImagesPerStep)) return e;
     float utilization = static_cast<float>(config.gpuMemoryUtilization);
     if (auto e = floatValue(args, "gpu-memory-utilization", utilization, 0.05f, 0.99f)) return e;
     config.gpuMemoryUtilization = utilization;
@@ -70,6 +73,7 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (config.hunyuanRunner != "auto" && config.hunyuanRunner != "fused" && config.hunyuanRunner != "reference")
         return "--runner expects auto, fused or reference, got '" + config.hunyuanRunner + "'";
     config.cudaGraphs = !args.has("no-cuda-graphs");
+    if (args.has("no-load-warmup")) config.warmUpPages = 0;
     config.persistentDecode = args.value("persistent-decode", "auto");
     if (config.persistentDecode != "auto" && config.persistentDecode != "on" && config.persistentDecode != "off")
         return "--persistent-decode expects auto, on or off, got '" + config.persistentDecode + "'";

@@ -114,3 +114,26 @@ tok = {"version": "1.0", "added_tokens": added, "normalizer": None,
 json.dump(tok, open(sys.argv[1] + "/tokenizer.json", "w"), ensure_ascii=False)
 PY
 }
+
+# burst_header, burst_row JSON TOKENS IMAGES PAGES: a markdown table of `lector-cli bench --json` bursts at
+# the given step budgets (--max-tokens-per-step, --vision-images-per-step), one row a run.
+burst_header() {
+  echo "| tokens a step | images a step | pages | pages/s | tokens/s | p50 ms | p99 ms | vision steps | prefill steps | decode-only steps |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+}
+burst_row() {
+  python3 - "$@" <<'PY'
+import json, sys
+f, tok, img, n = sys.argv[1:]
+try:
+    j = json.load(open(f))
+except Exception:
+    print("| %s | %s | %s | failed: %s |" % (tok, img, n, open(f).read()[-300:].replace("\n", " "))); sys.exit()
+t = j.get("throughput", {})
+e = t.get("engine_steps", {})
+steps = lambda k: "%s (%.0f ms)" % (e[k]["steps"], e[k]["ms"]) if k in e else "-"
+print("| %s | %s | %s | %.2f | %.0f | %.0f | %.0f | %s | %s | %s |" % (tok, img, n, j.get("throughput_img_per_s", 0),
+      j.get("generated_tokens_per_s", 0), t.get("e2e_ms", {}).get("p50", 0), t.get("e2e_ms", {}).get("p99", 0),
+      steps("vision"), steps("prefill"), steps("decode")))
+PY
+}

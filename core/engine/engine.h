@@ -94,7 +94,7 @@ struct EngineConfig {
     // default: 16384 on the CPU; on CUDA what gpuMemoryUtilization leaves after the weights and an
     // activation reserve), tokens per forward step, images per vision step.
     int kvCacheTokens = 0;
-    int maxTokensPerStep = 2048;
+    int maxTokensPerStep = 8192;           // bursts: fewer, larger prefill products (docs/perf.md, call 171)
     int maxVisionImagesPerStep = 8;
     // HunyuanOCR decoder implementation: "auto" (the fused runner with CUDA graphs on CUDA, the libtorch
     // reference on the CPU), "fused" (core/runner/model_runner.h; on the CPU through gpu/'s scalar
@@ -104,6 +104,11 @@ struct EngineConfig {
     // Single-sequence decode steps of the fused runner as one persistent kernel (sm_90): "auto" where it
     // measures faster than the kernel chain at load, "on", "off" (core/runner/model_runner.h).
     std::string persistentDecode = "auto";
+    // HunyuanOCR: blank pages run through the engine at load (a burst of this many, 2 tokens each, then
+    // one alone), so that the first requests do not pay the first sights of the kernels and the allocator
+    // (on the H200 the first page after loading took 275-299 ms without, 202-207 with: docs/perf.md).
+    // -1: maxVisionImagesPerStep pages on CUDA, none on the CPU; 0: none.
+    int warmUpPages = -1;
 };
 
 struct EngineInfo {

@@ -51,6 +51,10 @@ private:
     struct Launched;
     HunyuanBackend() = default;
     void runVision(const std::vector<SeqId>& ids);
+    // Runs `pages` blank 1024x1024 pages through every stage at once (the vision tower's batch, prefills
+    // of several prompts in one step, batched decodes), then one alone, and forgets them and their step
+    // counts. A failure is only logged: real requests then report their own.
+    void warmUp(int pages);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);

@@ -38,7 +38,7 @@ namespace lector::engine {
 using SeqId = std::uint64_t;
 
 struct SchedulerConfig {
-    int maxTokensPerStep = 2048;  // prefill + decode tokens in one forward
+    int maxTokensPerStep = 8192;  // prefill + decode tokens in one forward
     int maxSeqsPerStep = 256;     // sequences in one forward
     int maxImagesPerStep = 8;     // vision tower budget per step
 };

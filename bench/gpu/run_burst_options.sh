@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The engine's options that shape bursts and first requests, on the GPU machine: the --size full random
+# HunyuanOCR model of tools/hunyuan_reference.py, float16, distinct 1024x1024 pages (make_pages), 256
+# forced new tokens, through lector-cli bench. Two sections (ONLY=budgets or ONLY=warmup runs one):
+#   - budgets: 64 and 256 pages at once at each pair of --max-tokens-per-step (prefill + decode tokens a
+#     forward) and --vision-images-per-step (pages through the tower a step); the first pair runs again
+#     last, as the run's drift. BUDGETS="tokens/images ..." overrides the pairs.
+#   - warmup: the first page and the first 64-page burst after loading, with the warm-up pages at load
+#     and without them (--no-load-warmup), in turn, each in a fresh process.
+# Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md).
+source "$(dirname "$0")/lib.sh"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__)'; } > "$W/machine.txt" 2>&1
+section() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+
+step "random model (background) + build"
+mkdir -p /tmp/pages
+( make_page /tmp/page_1024.png
+  timeout 200 python3 "$SH/tools/hunyuan_reference.py" --size full --out /tmp/hy --images /tmp/page_1024.png \
+    --device cpu --no-golden > "$W/reference.log" 2>&1; echo "model exit $?" >> "$W/reference.log"
+  make_tokenizer /tmp/hy/model
+  make_pages /tmp/pages 256 > /dev/null; mkdir -p /tmp/pages64
+  for i in $(seq 0 63); do ln -sf "$(printf '/tmp/pages/p%03d.ppm' "$i")" /tmp/pages64/; done ) &
+REF=$!
+configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON || exit 1
+timeout 400 ninja -C "$B" -j"$(nproc)" lector-cli > "$W/build.log" 2>&1
+echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
+CLI=$B/app/cli/lector-cli
+wait $REF; tail -1 "$W/reference.log"
+H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
+
+if section budgets; then
+  step "bursts at step budgets (tokens / images a step)"
+  burst_header > "$W/budget.md"
+  for pair in ${BUDGETS:-2048/8 8192/8 4096/8 16384/8 8192/16 2048/8}; do
+    for dir in /tmp/pages64 /tmp/pages; do
+      f="$W/burst_${pair%/*}_${pair#*/}_$(basename $dir).json"
+      timeout 120 $CLI bench $dir $H --max-tokens-per-step "${pair%/*}" --vision-images-per-step "${pair#*/}" \
+        --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
+      burst_row "$f" "${pair%/*}" "${pair#*/}" "$(ls $dir | wc -l)" | tee -a "$W/budget.md"
+    done
+  done
+fi
+
+if section warmup; then
+  step "first requests after loading, with and without the warm-up pages at load"
+  echo "| warm-up at load | load log | first page ms (vision / prefill / first token / total) | first 64 pages at once, pages/s |" > "$W/warmup.md"
+  echo "|---|---|---|---|" >> "$W/warmup.md"
+  for round in 1 2; do
+    for flag in "" --no-load-warmup; do
+      LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p001.ppm $H $flag --warmup 0 --repeat 1 --no-throughput \
+        > "$W/first_page_${round}${flag}.txt" 2>&1
+      page=$(awk '$1 ~ /^(vision|prefill|first_token|total)$/ {printf "%s ", $2}' "$W/first_page_${round}${flag}.txt")
+      load=$(grep -o "warm-up of .*" "$W/first_page_${round}${flag}.txt" | head -1)
+      f="$W/first_burst_${round}${flag}.json"
+      timeout 60 $CLI bench /tmp/pages64 $H $flag --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
+      rate=$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["throughput_img_per_s"])' "$f" 2>/dev/null)
+      echo "| ${flag:-on} | ${load:--} | $page | ${rate:-failed} |" | tee -a "$W/warmup.md"
+    done
+  done
+fi
+step "done"
