@@ -107,7 +107,7 @@ struct EngineConfig {
     // HunyuanOCR: blank pages run through the engine at load (a burst of this many, 2 tokens each, then
     // one alone), so that the first requests do not pay the first sights of the kernels and the allocator
     // (on the H200 the first page after loading took 275-299 ms without, 202-207 with: docs/perf.md).
-    // -1: maxVisionImagesPerStep pages on CUDA, none on the CPU; 0: none.
+    // -1: maxVisionImagesPerStep pages (at most 8) on CUDA, none on the CPU; 0: none.
     int warmUpPages = -1;
 };
 

@@ -160,7 +160,10 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
             backend->m_sampler.reset();
         }
     }
-    const int warmUpPages = config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? sc.maxImagesPerStep : 0;
+    // By default as many pages as a vision step takes, at most 8: the tower runs at most 8 1024x1024 pages
+    // a call (kVisionPatchesPerCall), so more would only lengthen the load.
+    const int warmUpPages =
+        config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
     if (warmUpPages > 0) backend->warmUp(warmUpPages);
     return std::unique_ptr<Backend>(std::move(backend));
 }
