@@ -25,6 +25,10 @@ public:
     virtual Result<void> accepts(const Request& request) const = 0;
 
     // --- engine thread only ---
+    // Called once before the first request: runs what the first requests would otherwise pay for (the
+    // first sights of kernels, shapes and the engine thread's own library handles and threads). Errors
+    // are the backend's to log; requests submitted meanwhile wait in the queue.
+    virtual void warmUp() {}
     virtual void add(RequestPtr request) = 0;
     virtual bool hasWork() const = 0;
     // Runs one step of work. Exceptions escaping it fail the requests of that step (engine loop).

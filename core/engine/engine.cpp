@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 #include <unordered_map>
 
@@ -27,6 +28,7 @@ struct Engine::Impl {
     std::mutex liveMutex;  // guards `live`: id -> state, for cancel() from other threads
     std::unordered_map<RequestId, std::weak_ptr<RequestState>> live;
     std::thread thread;
+    std::promise<void> warm;        // set by the engine thread once the backend warmed up
     mutable std::mutex statsMutex;  // guards stats: written by the engine thread, read by any
     EngineStats stats;
 
@@ -60,6 +62,13 @@ void Engine::Impl::run()
 {
     if (config.threads > 0) at::set_num_threads(config.threads);
     at::init_num_threads();
+    // On this thread: part of what it warms is per thread (library handles, the OpenMP team).
+    try {
+        backend->warmUp();
+    } catch (const std::exception& e) {
+        LECTOR_LOG_WARN("engine warm-up failed: " << e.what());
+    }
+    warm.set_value();
     bool shutdown = false;
     while (true) {
         auto commands = queue.drain(/*wait=*/!backend->hasWork() && !shutdown);
@@ -109,7 +118,10 @@ std::unique_ptr<Engine> startEngine(std::unique_ptr<Backend> backend, const Engi
     impl->backend = std::move(backend);
     impl->info = impl->backend->info();
     Engine::Impl* raw = impl.get();
+    std::future<void> warm = impl->warm.get_future();
     impl->thread = std::thread([raw] { raw->run(); });
+    // The engine is ready when create() returns: the first requests do not wait behind the warm-up.
+    warm.wait();
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -38,7 +38,8 @@ namespace lector::engine {
 class Backend;
 class Engine;
 struct EngineConfig;
-// Starts an engine over an already loaded backend; Engine::create() uses it, tests pass a fake backend.
+// Starts an engine over an already loaded backend and returns once the engine thread ran the backend's
+// warmUp(); Engine::create() uses it, tests pass a fake backend.
 std::unique_ptr<Engine> startEngine(std::unique_ptr<Backend> backend, const EngineConfig& config);
 
 using RequestId = std::uint64_t;
@@ -143,7 +144,7 @@ struct EngineStats {
 
 class Engine {
 public:
-    // Loads the model and starts the engine thread. Errors: "model_not_found" (names the missing
+    // Loads the model, starts the engine thread and lets it warm the backend up. Errors: "model_not_found" (names the missing
     // file), "bad_model", "device_unavailable", "bad_config".
     static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
 

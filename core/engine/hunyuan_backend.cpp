@@ -162,20 +162,24 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
     }
     // By default as many pages as a vision step takes, at most 8: the tower runs at most 8 1024x1024 pages
     // a call (kVisionPatchesPerCall), so more would only lengthen the load.
-    const int warmUpPages =
+    backend->m_warmUpPages =
         config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
-    if (warmUpPages > 0) backend->warmUp(warmUpPages);
     return std::unique_ptr<Backend>(std::move(backend));
 }
 
-void HunyuanBackend::warmUp(int pages)
+void HunyuanBackend::warmUp()
 {
     // What the first requests after loading would otherwise pay (calls 172 and 173: the first page
     // 275-299 ms against 175 warm, the first 64-page burst 5 % slower): each kernel's module is loaded
     // at its first launch, the caching allocator grows to a burst's activations, cuBLAS meets its first
     // shapes, the pixel worker starts its threads. A burst covers the batched shapes (the tower over
     // several pages, several prompts in one prefill step, batched decodes); one page alone the
-    // single-request ones.
+    // single-request ones. On the engine thread, because some of it is per thread: libtorch's cuBLAS
+    // handles and workspaces, the OpenMP team of the pinned staging copy (call 173 ran the pages on the
+    // loading thread, and the first page after them still took 202-207 ms).
+    const int pages = m_warmUpPages;
+    m_warmUpPages = 0;
+    if (pages <= 0) return;
     const doc::Preset* preset = doc::findPreset(m_presets, "text");
     if (!preset && !m_presets.empty()) preset = &m_presets.front();
     if (!preset || preset->userPrompt) return;

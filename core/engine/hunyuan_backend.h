@@ -38,6 +38,10 @@ public:
 
     EngineInfo info() const override { return m_info; }
     Result<void> accepts(const Request& request) const override;
+    // On CUDA (EngineConfig::warmUpPages): blank 1024x1024 pages through every stage at once (the vision
+    // tower's batch, prefills of several prompts in one step, batched decodes), then one alone; they and
+    // their step counts are forgotten. A failure is only logged: real requests then report their own.
+    void warmUp() override;
     void add(RequestPtr request) override;
     bool hasWork() const override { return m_scheduler->hasWork() || m_inflight != nullptr; }
     void step() override;
@@ -51,10 +55,6 @@ private:
     struct Launched;
     HunyuanBackend() = default;
     void runVision(const std::vector<SeqId>& ids);
-    // Runs `pages` blank 1024x1024 pages through every stage at once (the vision tower's batch, prefills
-    // of several prompts in one step, batched decodes), then one alone, and forgets them and their step
-    // counts. A failure is only logged: real requests then report their own.
-    void warmUp(int pages);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
@@ -95,6 +95,7 @@ private:
     std::unique_ptr<runner::DeviceSampler> m_sampler;  // with m_runner, which draws with it (declared first: outlives it)
     std::unique_ptr<runner::ModelRunner> m_runner;     // set when the fused runner serves the decoder
     int m_blockSize = 16;
+    int m_warmUpPages = 0;         // pages warmUp() still has to run
     std::map<SeqId, std::unique_ptr<Sequence>> m_seqs;
     std::vector<SeqId> m_stepIds;  // sequences of the step being run (failed together if it throws)
     // A decode-only step whose tokens have not been read yet (fused runner, every token drawn on the

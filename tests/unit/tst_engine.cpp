@@ -3,6 +3,7 @@
 // engine.h promises.
 #include "tests/support/lector_test.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -23,6 +24,19 @@ public:
     static constexpr int kPerStep = 4;
     std::mutex* gateMutex = nullptr;
     std::vector<size_t>* stepSizes = nullptr;
+    // warmUp() records its thread and whether it ran before any request arrived; throws if asked to.
+    bool warmUpThrows = false;
+    std::atomic<bool> warmedUp{false};
+    std::thread::id warmUpThread, stepThread;
+    bool requestBeforeWarmUp = false;
+
+    void warmUp() override
+    {
+        warmUpThread = std::this_thread::get_id();
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));  // long enough for create() to return early
+        if (warmUpThrows) throw std::runtime_error("warm-up failed");
+        warmedUp = true;
+    }
 
     EngineInfo info() const override { return {"fake", "cpu", "float32", {"text"}}; }
     Result<void> accepts(const Request& r) const override
@@ -30,11 +44,16 @@ public:
         if (r.preset != "text") return makeError("unsupported_preset", r.preset);
         return {};
     }
-    void add(RequestPtr r) override { m_waiting.push_back(std::move(r)); }
+    void add(RequestPtr r) override
+    {
+        requestBeforeWarmUp = requestBeforeWarmUp || warmUpThread == std::thread::id{};
+        m_waiting.push_back(std::move(r));
+    }
     bool hasWork() const override { return !m_waiting.empty(); }
     void step() override
     {
         if (gateMutex) std::lock_guard hold(*gateMutex);
+        stepThread = std::this_thread::get_id();
         m_inFlight.clear();
         while (!m_waiting.empty() && m_inFlight.size() < kPerStep) {
             m_inFlight.push_back(m_waiting.front());
@@ -137,6 +156,28 @@ LECTOR_TEST(everyRequestFinishesExactlyOnceWithItsResult)
         LECTOR_CHECK(rs[0].timing("total") >= rs[0].timing("queue"));
     }
     LECTOR_CHECK_EQ(engine->pendingCount(), size_t(0));
+}
+
+// The backend warms up on the engine thread (some of what it warms is per thread), and create() returns
+// only after that, so the first requests do not wait behind it; a failed warm-up leaves a working engine.
+LECTOR_TEST(backendWarmsUpOnTheEngineThreadBeforeStartReturns)
+{
+    for (bool throws : {false, true}) {
+        auto backend = std::make_unique<FakeBackend>();
+        backend->warmUpThrows = throws;
+        FakeBackend* fake = backend.get();
+        auto engine = startEngine(std::move(backend), EngineConfig{});
+        LECTOR_CHECK(fake->warmUpThread != std::thread::id{});  // it ran before startEngine() returned
+        LECTOR_CHECK(fake->warmUpThread != std::this_thread::get_id());
+        LECTOR_CHECK_EQ(fake->warmedUp.load(), !throws);
+        Collector c;
+        LECTOR_CHECK(engine->submit(makeRequest("after"), c.callbacks()).ok());
+        c.waitFor(1);
+        engine->shutdown();
+        LECTOR_CHECK(!fake->requestBeforeWarmUp);
+        LECTOR_CHECK(fake->stepThread == fake->warmUpThread);
+        LECTOR_CHECK_EQ(c.results.begin()->second.at(0).text, std::string("after"));
+    }
 }
 
 LECTOR_TEST(statsArePublishedAfterEachStep)
