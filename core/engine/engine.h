@@ -144,8 +144,8 @@ struct EngineStats {
 
 class Engine {
 public:
-    // Loads the model, starts the engine thread and lets it warm the backend up. Errors: "model_not_found" (names the missing
-    // file), "bad_model", "device_unavailable", "bad_config".
+    // Loads the model, starts the engine thread and lets it warm the backend up. Errors:
+    // "model_not_found" (names the missing file), "bad_model", "device_unavailable", "bad_config".
     static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
 
     ~Engine();  // = shutdown()

@@ -212,7 +212,8 @@ void HunyuanBackend::warmUp()
     }
     m_overlappedSteps = 0;
     m_visionSteps = m_prefillSteps = m_decodeSteps = {};
-    LECTOR_LOG_INFO("HunyuanOCR: warm-up of " << pages << (pages > 1 ? " + 1" : "") << " pages at load in " << msSince(t0) << " ms");
+    LECTOR_LOG_INFO("HunyuanOCR: warm-up of " << pages << (pages > 1 ? " + 1" : "") << " pages at load in "
+                                               << msSince(t0) << " ms");
 }
 
 // --- one request inside the backend ---

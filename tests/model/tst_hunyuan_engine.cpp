@@ -175,8 +175,8 @@ void checkBatchedAgainstReference(const std::string& runner)
 LECTOR_TEST(batchedRequestsMatchTheSingleSequenceReference) { checkBatchedAgainstReference("reference"); }
 
 // The warm-up pages (on by default on CUDA, run by the engine thread before the first request; asked for
-// here on the CPU: two 1024x1024 pages at once, then one alone, through the fused runner) leave nothing behind: no blocks, no sequences, no step
-// counts, and the requests after them get the reference's tokens. The strong repetition penalty makes
+// here on the CPU: two 1024x1024 pages at once, then one alone, through the fused runner) leave nothing
+// behind: no blocks, no sequences, no step counts, and the requests after them get the reference's tokens. The strong repetition penalty makes
 // the tiny model's tokens vary, so presence marks left over from the warm-up pages would change them.
 LECTOR_TEST(warmUpAtLoadLeavesNothingBehind)
 {
