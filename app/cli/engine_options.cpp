@@ -30,7 +30,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 8192)"},
         {"vision-images-per-step", "N", "hunyuan-ocr: images through the vision tower per engine step (default 8)"},
-        {"no-load-warmup", "", "hunyuan-ocr on cuda: skip the warm-up pages at load (the first requests pay the first sights)"},
+        {"no-load-warmup", "", "on cuda: skip the warm-up pages at load (the first requests pay the first sights)"},
     };
 }
 

@@ -4,7 +4,8 @@
 # onnxruntime's outputs (tst_onnx_ppocr, with the CUDA-graph replays), then times the 20 SROIE dev receipts
 # with the plans replayed as CUDA graphs, also with the depthwise convolutions on cuDNN, and eagerly:
 #   - a fresh process on one receipt (what a user waits for: model load, first shapes, one page);
-#   - a cold pass (a fresh process, every receipt once, one at a time: the first sight of each shape);
+#   - a cold pass (a fresh process, every receipt once, one at a time: the first sight of each shape), and
+#     the first receipt's stages against the rest, with the warm-up page at load and without it;
 #   - warm passes one at a time (latency per stage), then every receipt x 4 at once (throughput);
 # and scores each run's text with score.py. Carry gpu-data, .gpu-deps and models (bench/gpu/prepare_carry.sh).
 source "$(dirname "$0")/lib.sh"
@@ -51,6 +52,18 @@ for mode in graphs pointwise eager; do
   cp "$W/last.txt" "$W/warm_$mode.txt"; grep -E "^(stage|preprocess|det|cls|rec|postprocess|total) |throughput|warning" "$W/warm_$mode.txt"
 done
 unset LECTOR_ONNX_CUDA_GRAPHS LECTOR_ONNX_CUDA_CONV
+step "the first receipt after loading: with the warm-up page at load, and without (--no-load-warmup)"
+secs "$CLI" bench /tmp/imgs/sroie --device cuda --warmup 0 --repeat 1 --no-throughput --no-load-warmup \
+  --results "$W/sroie_cold_nowarmup.jsonl"
+for f in sroie_cold_graphs sroie_cold_nowarmup; do
+  python3 - "$W/$f.jsonl" "$f" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l)["timing_ms"] for l in open(sys.argv[1])]
+fmt = lambda t: " / ".join("%.1f" % t.get(k, 0) for k in ("det", "cls", "rec", "total"))
+rest = {k: statistics.median(r.get(k, 0) for r in rows[1:]) for k in ("det", "cls", "rec", "total")}
+print("%s: first receipt det / cls / rec / total ms %s; median of the other %d %s" % (sys.argv[2], fmt(rows[0]), len(rows) - 1, fmt(rest)))
+PY
+done
 step "accuracy (score.py)"
 score_sroie "graphs=$W/sroie_cold_graphs.jsonl" "pointwise=$W/sroie_cold_pointwise.jsonl"
 step "done"

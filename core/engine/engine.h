@@ -105,10 +105,12 @@ struct EngineConfig {
     // Single-sequence decode steps of the fused runner as one persistent kernel (sm_90): "auto" where it
     // measures faster than the kernel chain at load, "on", "off" (core/runner/model_runner.h).
     std::string persistentDecode = "auto";
-    // HunyuanOCR: blank pages run through the engine at load (a burst of this many, 2 tokens each, then
-    // one alone), so that the first requests do not pay the first sights of the kernels and the allocator
-    // (on the H200 the first page after loading took 275-299 ms without, 202-207 with: docs/perf.md).
-    // -1: maxVisionImagesPerStep pages (at most 8) on CUDA, none on the CPU; 0: none.
+    // Pages run through the backend on the engine thread before the first request, so that the first
+    // requests do not pay the first sights of the kernels, the libraries' per-thread handles and the
+    // allocator (on the H200 HunyuanOCR's first page after loading took 275-299 ms without, 202-207 with:
+    // docs/perf.md). HunyuanOCR: a burst of this many blank pages, 2 tokens each, then one alone; PP-OCR:
+    // one synthetic page. -1: on CUDA maxVisionImagesPerStep pages (at most 8; PP-OCR one), none on the
+    // CPU; 0: none.
     int warmUpPages = -1;
 };
 

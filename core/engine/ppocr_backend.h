@@ -19,6 +19,8 @@ public:
 
     EngineInfo info() const override { return m_info; }
     Result<void> accepts(const Request& request) const override;
+    // On CUDA (EngineConfig::warmUpPages): one synthetic page through det, cls and rec, results dropped.
+    void warmUp() override;
     void add(RequestPtr request) override { m_waiting.push_back(std::move(request)); }
     bool hasWork() const override { return !m_waiting.empty(); }
     void step() override;
@@ -33,6 +35,7 @@ private:
     pipeline::PpOcrPipeline m_pipeline;
     EngineInfo m_info;
     int m_maxImagesPerStep;
+    bool m_warmUp = false;  // warmUp() still has to run its page
     std::deque<RequestPtr> m_waiting;
     std::vector<RequestPtr> m_inFlight;
     std::vector<doc::Preset> m_presets;  // the presets PP-OCR runs

@@ -6,11 +6,14 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
+#include "core/engine/engine.h"
 #include "core/image/decode.h"
 #include "core/ocr/pipeline.h"
 
@@ -239,4 +242,37 @@ LECTOR_TEST(detectManyEqualsDetectOneByOne)
     }
     LECTOR_CHECK(many.back()->lines.empty());
     LECTOR_CHECK(!many.front()->lines.empty());
+}
+
+// The warm-up page at load (on by default on CUDA; asked for here on the CPU) goes through det, cls and
+// rec on the engine thread before Engine::create returns, and the engine then reads the fixtures exactly.
+LECTOR_TEST(engineReadsExactlyAfterItsWarmUpPage)
+{
+    using namespace lector::engine;
+    const Image receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
+    EngineConfig config;
+    config.modelDir = lector::test::ppocrModelDir();
+    config.threads = 2;
+    config.warmUpPages = 1;
+    auto engine = Engine::create(config);
+    LECTOR_CHECK_MSG(engine.ok(), engine.error().message);
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::map<std::string, lector::doc::OcrResult> results;
+    for (const auto& [name, img] : {std::pair{"receipt_zh", &receipt}, std::pair{"doc_en", &doc}}) {
+        Request r;
+        r.imageName = name;
+        r.image = std::make_shared<const Image>(*img);
+        Callbacks cb;
+        cb.onFinished = [&](RequestId, lector::doc::OcrResult res) {
+            std::lock_guard lock(mutex);
+            results[res.image] = std::move(res);
+            cv.notify_all();
+        };
+        LECTOR_CHECK((*engine)->submit(std::move(r), std::move(cb)).ok());
+    }
+    std::unique_lock lock(mutex);
+    LECTOR_CHECK(cv.wait_for(lock, std::chrono::seconds(120), [&] { return results.size() == 2; }));
+    for (const char* name : {"receipt_zh", "doc_en"})
+        LECTOR_CHECK_MSG(texts(results[name]) == pinnedTexts().at(name), name << ": " << joined(texts(results[name])));
 }
