@@ -116,7 +116,9 @@ PY
 }
 
 # burst_header, burst_row JSON TOKENS IMAGES PAGES: a markdown table of `lector-cli bench --json` bursts at
-# the given step budgets (--max-tokens-per-step, --vision-images-per-step), one row a run.
+# the given step budgets (--max-tokens-per-step, --vision-images-per-step), one row a run. budget_burst DIR
+# TOKENS/IMAGES TIMEOUT: one such burst of DIR's pages at once through $CLI with the options $H, in a fresh
+# process, its JSON kept in $W and its row printed.
 burst_header() {
   echo "| tokens a step | images a step | pages | pages/s | tokens/s | p50 ms | p99 ms | vision steps | prefill steps | decode-only steps |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -136,4 +138,11 @@ print("| %s | %s | %s | %.2f | %.0f | %.0f | %.0f | %s | %s | %s |" % (tok, img,
       j.get("generated_tokens_per_s", 0), t.get("e2e_ms", {}).get("p50", 0), t.get("e2e_ms", {}).get("p99", 0),
       steps("vision"), steps("prefill"), steps("decode")))
 PY
+}
+budget_burst() {
+  local tok=${2%/*} img=${2#*/} f
+  f="$W/burst_${tok}_${img}_$(basename "$1")_$RANDOM.json"
+  timeout "$3" $CLI bench "$1" $H --max-tokens-per-step "$tok" --vision-images-per-step "$img" --no-latency \
+    --warmup 0 --repeat 1 --json > "$f" 2>&1
+  burst_row "$f" "$tok" "$img" "$(ls "$1" | wc -l)"
 }

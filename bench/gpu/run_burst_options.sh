@@ -33,12 +33,7 @@ if section budgets; then
   step "bursts at step budgets (tokens / images a step)"
   burst_header > "$W/budget.md"
   for pair in ${BUDGETS:-2048/8 8192/8 4096/8 16384/8 8192/16 2048/8}; do
-    for dir in /tmp/pages64 /tmp/pages; do
-      f="$W/burst_${pair%/*}_${pair#*/}_$(basename $dir).json"
-      timeout 120 $CLI bench $dir $H --max-tokens-per-step "${pair%/*}" --vision-images-per-step "${pair#*/}" \
-        --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
-      burst_row "$f" "${pair%/*}" "${pair#*/}" "$(ls $dir | wc -l)" | tee -a "$W/budget.md"
-    done
+    for dir in /tmp/pages64 /tmp/pages; do budget_burst $dir $pair 120 | tee -a "$W/budget.md"; done
   done
 fi
 

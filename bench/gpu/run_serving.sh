@@ -205,12 +205,7 @@ PY
 [ -n "${QUICK:-}" ] || {
   step "256 pages at once: step budgets in turn (tokens / images a step)"
   burst_header > "$W/budget.md"
-  for pair in 2048/8 8192/8 8192/16 2048/8 8192/8 8192/16; do
-    f="$W/budget_${pair%/*}_${pair#*/}_$RANDOM.json"
-    timeout 60 $CLI bench /tmp/pages $H --max-tokens-per-step "${pair%/*}" --vision-images-per-step "${pair#*/}" \
-      --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
-    burst_row "$f" "${pair%/*}" "${pair#*/}" 256 | tee -a "$W/budget.md"
-  done
+  for pair in 2048/8 8192/8 8192/16 2048/8 8192/8 8192/16; do budget_burst /tmp/pages $pair 60 | tee -a "$W/budget.md"; done
   # What the first burst after loading pays for first sights (allocator growth, new product shapes): the
   # 64 pages again right after an unmeasured burst of them, at the default budgets.
   timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --warmup-burst --repeat 1 --json > "$W/thr64_warm.json" 2>&1
