@@ -4,20 +4,15 @@
 // cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
 // StreamEvent marks a point in the current stream's work so the host can wait for that work alone (the
 // engine reads a step's sampled tokens while the next step already runs).
-// SideStream queues work beside the current stream, optionally on a slice of the SMs (the vision tower
-// beside decode steps).
 // CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
 // memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
 #pragma once
 
-#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
-#include <vector>
 
 namespace lector::gpu {
 
@@ -48,44 +43,6 @@ public:
     void record(const c10::Device& device);
     // Blocks the host until the marked work has run (returns at once if nothing was recorded).
     void synchronize();
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> m_impl;
-};
-
-// A stream of its own for work that runs beside the device's current stream: the vision tower (compute-
-// bound) beside decode steps (memory-bound). A running CTA is never preempted, so on an ordinary stream
-// the tower's GEMMs take every SM and the steps wait behind them (docs/perf.md, calls 46 and 174). Made
-// with smCount below the device's count where the driver offers green contexts (CUDA 12.4+), the stream's
-// kernels are confined to about smCount SMs and the current stream's kernels keep the rest to themselves.
-// Otherwise it is an ordinary stream of the whole device. On the CPU (or without a CUDA libtorch) there
-// is no stream: launch() runs the body at once and done() is true.
-class SideStream {
-public:
-    SideStream(const c10::Device& device, int smCount);
-    ~SideStream();  // waits for the work launched on it
-    SideStream(const SideStream&) = delete;
-    SideStream& operator=(const SideStream&) = delete;
-
-    // SMs the stream's kernels may use (the device's count when not confined; 0 on the CPU), and the
-    // device's count.
-    int smCount() const;
-    int deviceSmCount() const;
-    // "green context of 104 of 132 SMs", "ordinary stream (green contexts: <why not>)", "cpu".
-    std::string describe() const;
-
-    // Runs body with this stream current: its work starts after everything queued so far on the current
-    // stream, and its end is marked. Tensors body returns through captures are the caller's to join().
-    void launch(const std::function<void()>& body);
-    // Whether the marked work has run (true when nothing was launched).
-    bool done() const;
-    // Blocks the host until the marked work has run.
-    void synchronize();
-    // Makes the current stream wait (on the device) for the marked work, and tells the caching allocator
-    // that `madeHere`, allocated by that work, are used on the current stream from now on (so their memory
-    // is not handed back to this stream while the current one still reads it).
-    void join(const std::vector<at::Tensor>& madeHere);
 
 private:
     struct Impl;

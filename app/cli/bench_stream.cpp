@@ -96,7 +96,6 @@ public:
         }
         m_summary.preemptions = s.preemptions - m_start.preemptions;
         m_summary.overlappedSteps = s.overlappedSteps - m_start.overlappedSteps;
-        m_summary.visionBeside = s.visionBeside - m_start.visionBeside;
         auto during = [](const engine::StepTimes& end, const engine::StepTimes& begin) {
             return engine::StepTimes{end.steps - begin.steps, end.ms - begin.ms};
         };

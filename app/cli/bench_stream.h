@@ -27,7 +27,6 @@ struct LoadSummary {
     int kvBlocksTotal = 0;
     int preemptions = 0;  // during the run (end minus start)
     long long overlappedSteps = 0;  // decode steps queued before their predecessor's tokens were read (run)
-    long long visionBeside = 0;     // vision tower batches run beside decoder steps (run)
     // The engine thread's steps during the run by kind (EngineStats: vision, prompt tokens, decodes only).
     engine::StepTimes visionSteps, prefillSteps, decodeSteps;
 };

@@ -242,7 +242,6 @@ nlohmann::json burstJson(const ServingReport& rep, int copies)
                            {"peak_pct", percentOf(rep.load.kvBlocksPeak, rep.load.kvBlocksTotal)}}},
             {"preemptions", rep.load.preemptions},
             {"overlapped_steps", rep.load.overlappedSteps},
-            {"vision_batches_beside", rep.load.visionBeside},
             {"engine_steps", engineStepsJson(rep.load)}};
 }
 
@@ -274,7 +273,6 @@ nlohmann::json poissonJson(const ServingReport& rep, const PoissonOptions& p)
                            {"samples", load.samples}}},
             {"preemptions", load.preemptions},
             {"overlapped_steps", load.overlappedSteps},
-            {"vision_batches_beside", load.visionBeside},
             {"engine_steps", engineStepsJson(load)}};
 }
 

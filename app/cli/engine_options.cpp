@@ -30,7 +30,6 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 8192)"},
         {"vision-images-per-step", "N", "hunyuan-ocr: images through the vision tower per engine step (default 8)"},
-        {"vision-sms", "N", "hunyuan-ocr on cuda: SMs of the vision tower's own stream beside decoding (0: the tower inside the step)"},
         {"no-load-warmup", "", "on cuda: skip the warm-up pages at load (the first requests pay the first sights)"},
     };
 }
@@ -67,7 +66,6 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (auto e = args.intValue("kv-cache-tokens", 0, 16, 1 << 26, config.kvCacheTokens)) return e;
     if (auto e = args.intValue("max-tokens-per-step", 8192, 1, 1 << 20, config.maxTokensPerStep)) return e;
     if (auto e = args.intValue("vision-images-per-step", 8, 1, 256, config.maxVisionImagesPerStep)) return e;
-    if (auto e = args.intValue("vision-sms", -1, -1, 4096, config.visionSms)) return e;
     float utilization = static_cast<float>(config.gpuMemoryUtilization);
     if (auto e = floatValue(args, "gpu-memory-utilization", utilization, 0.05f, 0.99f)) return e;
     config.gpuMemoryUtilization = utilization;

@@ -139,31 +139,6 @@ print("| %s | %s | %s | %.2f | %.0f | %.0f | %.0f | %s | %s | %s |" % (tok, img,
       steps("vision"), steps("prefill"), steps("decode")))
 PY
 }
-# vision_header, vision_burst DIR SMS TIMEOUT: DIR's pages at once with the vision tower's own stream at
-# --vision-sms SMS (0: the tower inside the engine's steps), in a fresh process; the row adds the tower's
-# batches run beside the decoder.
-vision_header() {
-  echo "| vision SMs | pages | pages/s | tokens/s | p50 ms | p99 ms | tower batches beside | vision steps | prefill steps | decode-only steps |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
-}
-vision_burst() {
-  local f="$W/vision_$2_$(basename "$1")_$RANDOM.json"
-  timeout "$3" $CLI bench "$1" $H --vision-sms "$2" --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
-  python3 - "$f" "$2" "$(ls "$1" | wc -l)" <<'PY'
-import json, sys
-f, sms, n = sys.argv[1:]
-try:
-    j = json.load(open(f))
-except Exception:
-    print("| %s | %s | failed: %s |" % (sms, n, open(f).read()[-300:].replace("\n", " "))); sys.exit()
-t = j.get("throughput", {})
-e = t.get("engine_steps", {})
-steps = lambda k: "%s (%.0f ms)" % (e[k]["steps"], e[k]["ms"]) if k in e else "-"
-print("| %s | %s | %.2f | %.0f | %.0f | %.0f | %s | %s | %s | %s |" % (sms, n, j.get("throughput_img_per_s", 0),
-      j.get("generated_tokens_per_s", 0), t.get("e2e_ms", {}).get("p50", 0), t.get("e2e_ms", {}).get("p99", 0),
-      t.get("vision_batches_beside", "-"), steps("vision"), steps("prefill"), steps("decode")))
-PY
-}
 budget_burst() {
   local tok=${2%/*} img=${2#*/} f
   f="$W/burst_${tok}_${img}_$(basename "$1")_$RANDOM.json"

@@ -9,7 +9,10 @@ context of N SMs while a stand-in decode step (batch 64, context 1200, 24 layers
 graph, as in probe_vision.py) replays on the remaining SMs, or on an ordinary stream (all SMs), and each
 split is compared with running the same work one after the other on the whole card.
 
-Prints a markdown table; "serial / together" > 1 means the split overlaps usefully.
+Prints a markdown table; "serial / together" > 1 means the split overlaps usefully. Call 174: 1.18-1.21
+at 64 to 112 SMs for the tower (1.11 on two ordinary streams). The engine built on it (commit 4a1edcb:
+the tower beside the decoder whenever other pages were being decoded) was slower in bursts, because there
+the decoder's work beside the tower is the next pages' prefill, compute-bound too (docs/perf.md, call 175).
 """
 import ctypes
 import time

@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
 # The engine's options that shape bursts and first requests, on the GPU machine: the --size full random
 # HunyuanOCR model of tools/hunyuan_reference.py, float16, distinct 1024x1024 pages (make_pages), 256
-# forced new tokens, through lector-cli bench. Three sections (ONLY=budgets, warmup or vision runs one):
+# forced new tokens, through lector-cli bench. Two sections (ONLY=budgets or ONLY=warmup runs one):
 #   - budgets: 64 and 256 pages at once at each pair of --max-tokens-per-step (prefill + decode tokens a
 #     forward) and --vision-images-per-step (pages through the tower a step); the first pair runs again
 #     last, as the run's drift. BUDGETS="tokens/images ..." overrides the pairs.
 #   - warmup: the first page and the first 64-page burst after loading, with the warm-up pages at load
 #     and without them (--no-load-warmup), in turn, each in a fresh process.
-#   - vision: 64 and 256 pages at once with the vision tower beside the decoder on a green context of
-#     each of VISION_SMS SMs (0: the tower inside the steps, as before call 175; 132: an ordinary second
-#     stream), each the first burst of a fresh process; then one page alone, median of 10, at 0 and at the
-#     default.
-# Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md, vision.md).
+# Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md).
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c 'import torch; print("torch", torch.__version__)'; } > "$W/machine.txt" 2>&1
@@ -56,18 +52,6 @@ if section warmup; then
       rate=$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["throughput_img_per_s"])' "$f" 2>/dev/null)
       echo "| ${flag:-on} | ${load:--} | $page | ${rate:-failed} |" | tee -a "$W/warmup.md"
     done
-  done
-fi
-if section vision; then
-  step "the vision tower beside the decoder, by its SMs"
-  vision_header > "$W/vision.md"
-  for sms in ${VISION_SMS:-0 104 96 112 120 132 0 104}; do vision_burst /tmp/pages64 "$sms" 90 | tee -a "$W/vision.md"; done
-  for sms in ${VISION_SMS_256:-0 104}; do vision_burst /tmp/pages "$sms" 120 | tee -a "$W/vision.md"; done
-  for sms in 0 -1; do
-    timeout 90 $CLI bench /tmp/pages/p001.ppm $H --vision-sms $sms --warmup 2 --repeat 10 --no-throughput \
-      > "$W/one_page_$sms.txt" 2>&1
-    echo "one page alone, --vision-sms $sms: $(awk '$1 ~ /^(vision|prefill|decode|total)$/ {printf "%s %s ", $1, $2}' "$W/one_page_$sms.txt")" \
-      | tee -a "$W/vision.md"
   done
 fi
 step "done"

@@ -97,12 +97,6 @@ struct EngineConfig {
     int kvCacheTokens = 0;
     int maxTokensPerStep = 8192;           // bursts: fewer, larger prefill products (docs/perf.md, call 171)
     int maxVisionImagesPerStep = 8;
-    // HunyuanOCR on CUDA: the vision tower of new pages runs on a stream of its own beside the decoder's
-    // steps, confined to this many SMs (a green context; the decoder keeps the rest), whenever other
-    // pages are being decoded; a page that arrives alone still gets the whole device, inside the step.
-    // 0: always inside the step (the tower and the decoder take turns); -1: the default (kVisionSmsAuto
-    // in hunyuan_backend.cpp); the device's SM count or more: an ordinary second stream.
-    int visionSms = -1;
     // HunyuanOCR decoder implementation: "auto" (the fused runner with CUDA graphs on CUDA, the libtorch
     // reference on the CPU), "fused" (core/runner/model_runner.h; on the CPU through gpu/'s scalar
     // references, for tests) or "reference" (core/model/hunyuan/decoder.h through the paged KV view).
@@ -142,7 +136,6 @@ struct EngineStats {
     int waitingSequences = 0;  // accepted, waiting for blocks or vision
     int preemptions = 0;       // since the engine started
     long long overlappedSteps = 0;  // steps queued before the previous step's tokens reached the host
-    long long visionBeside = 0;     // vision tower batches run on their own stream beside decoder steps
     long long steps = 0;       // backend steps run
     // Where the engine thread's time went, by what a step held: the vision tower over new pages (and
     // whatever tokens rode along), prompt tokens (with the decodes beside them), decodes only. A decode

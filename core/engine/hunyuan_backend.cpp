@@ -39,10 +39,6 @@ Result<void> checkModelFolder(const std::filesystem::path& dir)
     return {};
 }
 
-// SMs of the vision tower's own stream beside decoding, by default (EngineConfig::visionSms): measured on
-// the H200's 132 (docs/perf.md, call 175).
-constexpr int kVisionSmsAuto = 104;
-
 // KV cache size in tokens: the configured one, else 16384 on the CPU, else on CUDA what
 // gpuMemoryUtilization of the device leaves after what is already in use (weights, other processes)
 // and a reserve for activations (a full step's matmuls, the vision tower over a step's images, logits).
@@ -53,9 +49,7 @@ Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, a
     if (!device.is_cuda()) return 16384;
     const gpu::DeviceMemory mem = gpu::deviceMemory(device);
     if (mem.totalBytes <= 0) return 131072;
-    // With the tower beside the decoder, its activations (~1.5 GiB for 8 pages) live in its stream's own
-    // pool beside the step's.
-    const std::int64_t activationReserve = (config.visionSms != 0 ? std::int64_t(9) : std::int64_t(6)) << 29;
+    const std::int64_t activationReserve = std::int64_t(3) << 30;
     const std::int64_t used = mem.totalBytes - mem.freeBytes + activationReserve;
     const std::int64_t blockBytes =
         kv::bytesPerBlock(t.numLayers, t.numKvHeads, t.headDim, blockSize, static_cast<int>(at::elementSize(dtype)));
@@ -166,12 +160,6 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
             backend->m_sampler.reset();
         }
     }
-    // On the CPU only when asked for (tests): there is no second stream, so the tower runs at launch.
-    if (config.visionSms > 0 || (device.is_cuda() && config.visionSms < 0)) {
-        backend->m_visionStream =
-            std::make_unique<gpu::SideStream>(device, config.visionSms > 0 ? config.visionSms : kVisionSmsAuto);
-        LECTOR_LOG_INFO("HunyuanOCR: the vision tower runs beside decoding on a " << backend->m_visionStream->describe());
-    }
     // By default as many pages as a vision step takes, at most 8: the tower runs at most 8 1024x1024 pages
     // a call (kVisionPatchesPerCall), so more would only lengthen the load.
     backend->m_warmUpPages =
@@ -215,16 +203,14 @@ void HunyuanBackend::warmUp()
         while (hasWork()) step();
     };
     try {
-        // One page more than a vision step takes goes through the tower's own stream, beside the first
-        // pages' prefill (its handles and memory pool are per stream too).
-        run(pages + (m_visionStream && pages >= m_scheduler->config().maxImagesPerStep ? 1 : 0));
+        run(pages);
         if (pages > 1) run(1);
     } catch (const std::exception& e) {
         LECTOR_LOG_WARN("HunyuanOCR: the warm-up at load failed (" << e.what() << "); the first requests pay for it");
         takeInFlight();
         cancelAll();
     }
-    m_overlappedSteps = m_visionBeside = 0;
+    m_overlappedSteps = 0;
     m_visionSteps = m_prefillSteps = m_decodeSteps = {};
     LECTOR_LOG_INFO("HunyuanOCR: warm-up of " << pages << (pages > 1 ? " + 1" : "") << " pages at load in "
                                                << msSince(t0) << " ms");
@@ -342,8 +328,6 @@ public:
     }
     StepCharge(const StepCharge&) = delete;
     StepCharge& operator=(const StepCharge&) = delete;
-    // A step that found nothing else to do and waited for the tower beside it.
-    void chargeTo(StepTimes* kind) { m_kind = kind; }
 
 private:
     StepTimes* m_kind;
@@ -352,42 +336,27 @@ private:
 
 }  // namespace
 
-// A batch of pages through the tower on m_visionStream.
-struct HunyuanBackend::VisionBatch {
-    std::vector<SeqId> ids;
-    std::vector<at::Tensor> embeds;  // the tower's output per page, in ids' order, written by that stream
-    Clock::time_point start;
-};
-
 void HunyuanBackend::step()
 {
     const auto start = Clock::now();
-    m_stepIds.clear();
     // Cancels noticed between steps free their blocks at once.
     std::vector<SeqId> cancelled;
     for (const auto& [id, seq] : m_seqs)
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
-    c10::InferenceMode guard;
-    collectVision(/*wait=*/false);  // pages whose tower finished beside the last steps: prefill them now
     StepPlan plan = m_scheduler->schedule();
-    bool visionInside = false;
-    if (m_visionStream) {
-        // The tower's new pages join its queue; the next batch starts now if the tower is free.
-        m_visionQueue.insert(m_visionQueue.end(), plan.vision.begin(), plan.vision.end());
-        plan.vision.clear();
-        visionInside = launchVision();
-    }
     const bool prompts = std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const StepChunk& c) { return !c.isDecode; });
-    StepCharge charge(!plan.vision.empty() || visionInside ? &m_visionSteps
-                      : prompts                            ? &m_prefillSteps
-                      : !plan.chunks.empty()               ? &m_decodeSteps
-                                                           : nullptr,
-                      start);
+    const StepCharge charge(!plan.vision.empty() ? &m_visionSteps
+                            : prompts            ? &m_prefillSteps
+                            : !plan.chunks.empty() ? &m_decodeSteps
+                                                 : nullptr,
+                            start);
+    m_stepIds.clear();
     for (SeqId id : plan.vision) m_stepIds.push_back(id);
     for (const auto& c : plan.chunks) m_stepIds.push_back(c.id);
 
+    c10::InferenceMode guard;
     if (m_inflight) {
         if (chainsOntoInflight(plan)) {
             // Queue this step behind the in-flight one (its ids come from the device), then apply the
@@ -413,12 +382,6 @@ void HunyuanBackend::step()
 
     if (!plan.vision.empty()) runVision(plan.vision);
     m_scheduler->visionDone(plan.vision);
-    if (plan.chunks.empty() && m_visionBatch) {
-        // Nothing to run but the tower beside: wait for it (rather than spin), and start the next batch.
-        charge.chargeTo(&m_visionSteps);
-        collectVision(/*wait=*/true);
-        launchVision();
-    }
     std::vector<SeqOutcome> outcomes;
     if (!plan.chunks.empty()) {
         auto launched = std::make_unique<Launched>(launchChunks(plan.chunks, nullptr));
@@ -463,110 +426,43 @@ void HunyuanBackend::completeProvisionally(const Launched& launched, int ahead)
     m_scheduler->completeStep(outcomes);
 }
 
-std::vector<at::Tensor> HunyuanBackend::encodeImages(const std::vector<Sequence*>& seqs)
+void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
 {
-    // The images go through the tower together (attention stays per image), in calls of at most
+    // The step's images go through the tower together (attention stays per image), in groups of at most
     // kVisionPatchesPerCall patches so the activations stay bounded (a 2048x2048 page has 16384).
     constexpr std::int64_t kVisionPatchesPerCall = 32768;
-    std::vector<at::Tensor> out;
+    std::vector<Sequence*> group;
     std::vector<hy::PreprocessedImage> pixels;
     std::int64_t patches = 0;
     auto flush = [&] {
-        if (pixels.empty()) return;
+        if (group.empty()) return;
+        const auto t0 = Clock::now();
         std::vector<const hy::PreprocessedImage*> inputs;
         for (const auto& p : pixels) inputs.push_back(&p);
-        for (at::Tensor& e : m_vision.encodeBatch(inputs)) out.push_back(std::move(e));
+        const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
+        for (size_t i = 0; i < group.size(); ++i) {
+            auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
+            if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
+            group[i]->promptEmbeds = std::move(embeds).value();
+        }
+        const double ms = msSince(t0);  // every image of the group is ready when the group is
+        for (Sequence* seq : group) seq->visionMs = ms;
+        group.clear();
         pixels.clear();
         patches = 0;
     };
-    for (Sequence* seq : seqs) {
-        auto [pre, preprocessMs] = seq->image.get();  // rethrows a failure of the preparation
-        seq->preprocessMs = preprocessMs;
-        if (patches > 0 && patches + pre.numPatches() > kVisionPatchesPerCall) flush();
-        patches += pre.numPatches();
-        pixels.push_back(std::move(pre));
-    }
-    flush();
-    return out;
-}
-
-void HunyuanBackend::setPromptEmbeds(Sequence& seq, const at::Tensor& imageEmbeds)
-{
-    auto embeds = m_decoder->embed(seq.promptIds, imageEmbeds, m_config.tokens.image);
-    if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
-    seq.promptEmbeds = std::move(embeds).value();
-}
-
-void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
-{
-    std::vector<Sequence*> seqs;
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
-        if (!seq.promptEmbeds.defined()) seqs.push_back(&seq);
+        if (seq.promptEmbeds.defined()) continue;
+        auto [pre, preprocessMs] = seq.image.get();  // rethrows a failure of the preparation
+        seq.preprocessMs = preprocessMs;
+        if (patches > 0 && patches + pre.numPatches() > kVisionPatchesPerCall) flush();
+        patches += pre.numPatches();
+        pixels.push_back(std::move(pre));
+        group.push_back(&seq);
     }
-    if (seqs.empty()) return;
-    const auto t0 = Clock::now();
-    const std::vector<at::Tensor> imageEmbeds = encodeImages(seqs);
-    for (size_t i = 0; i < seqs.size(); ++i) setPromptEmbeds(*seqs[i], imageEmbeds[i]);
-    const double ms = msSince(t0);  // every image of the batch is ready when the batch is
-    for (Sequence* seq : seqs) seq->visionMs = ms;
-}
-
-bool HunyuanBackend::launchVision()
-{
-    if (m_visionBatch) return false;  // one batch at a time: it already has the SMs the tower may use
-    std::vector<SeqId> ids, ready;
-    std::vector<Sequence*> seqs;
-    const auto maxImages = static_cast<size_t>(m_scheduler->config().maxImagesPerStep);
-    while (!m_visionQueue.empty() && ids.size() < maxImages) {
-        const SeqId id = m_visionQueue.front();
-        m_visionQueue.pop_front();
-        auto it = m_seqs.find(id);
-        if (it == m_seqs.end()) continue;  // cancelled or failed meanwhile
-        // After a preemption the prompt embeddings are still there: nothing to run.
-        if (it->second->promptEmbeds.defined()) ready.push_back(id);
-        else {
-            ids.push_back(id);
-            seqs.push_back(it->second.get());
-        }
-    }
-    m_scheduler->visionDone(ready);
-    if (ids.empty()) return false;
-    m_stepIds.insert(m_stepIds.end(), ids.begin(), ids.end());  // a failure here fails these pages
-    // Beside what? A page past its tower is being prefilled or decoded: then the tower takes its own SMs
-    // and the decoder keeps the rest. A page that arrives alone gets the whole device inside the step.
-    const bool beside = std::any_of(m_seqs.begin(), m_seqs.end(), [](const auto& s) { return s.second->promptEmbeds.defined(); });
-    if (!beside) {
-        runVision(ids);
-        m_scheduler->visionDone(ids);
-        return true;
-    }
-    auto batch = std::make_unique<VisionBatch>();
-    batch->ids = ids;
-    batch->start = Clock::now();
-    m_visionStream->launch([&] { batch->embeds = encodeImages(seqs); });
-    m_visionBatch = std::move(batch);
-    ++m_visionBeside;
-    return false;
-}
-
-void HunyuanBackend::collectVision(bool wait)
-{
-    if (!m_visionBatch) return;
-    if (wait) m_visionStream->synchronize();
-    else if (!m_visionStream->done()) return;
-    const std::unique_ptr<VisionBatch> batch = std::move(m_visionBatch);
-    m_visionStream->join(batch->embeds);  // the current stream reads them from now on
-    m_stepIds.insert(m_stepIds.end(), batch->ids.begin(), batch->ids.end());
-    const double ms = msSince(batch->start);
-    for (size_t i = 0; i < batch->ids.size(); ++i) {
-        auto it = m_seqs.find(batch->ids[i]);
-        if (it == m_seqs.end()) continue;  // cancelled while the tower ran
-        setPromptEmbeds(*it->second, batch->embeds[i]);
-        it->second->visionMs = ms;
-    }
-    m_scheduler->visionDone(batch->ids);
+    flush();
 }
 
 namespace {
@@ -884,7 +780,6 @@ EngineStats HunyuanBackend::stats() const
     s.waitingSequences = m_scheduler->numWaiting();
     s.preemptions = m_scheduler->numPreemptions();
     s.overlappedSteps = m_overlappedSteps;
-    s.visionBeside = m_visionBeside;
     s.visionSteps = m_visionSteps;
     s.prefillSteps = m_prefillSteps;
     s.decodeSteps = m_decodeSteps;
@@ -897,8 +792,6 @@ void HunyuanBackend::cancelAll()
     for (const auto& [id, seq] : m_seqs) ids.push_back(id);
     for (SeqId id : ids) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
     m_inflight.reset();  // its tokens belong to cancelled requests
-    m_visionQueue.clear();
-    m_visionBatch.reset();  // its memory goes back to the tower's stream, which orders any reuse after it
 }
 
 }  // namespace lector::engine

@@ -3,16 +3,13 @@
 // together (their prompt embeddings are kept until the request ends, so a preempted request recomputes
 // only its decoder part), then ONE decoder forward over every scheduled prefill chunk and decode token
 // through a paged KV cache (core/runner/paged_kv.h), then sampling, streaming and, for finished
-// requests, output parsing into the result schema. On CUDA, while other pages are being decoded, the
-// tower runs beside the decoder instead: on a stream of its own confined to part of the SMs
-// (EngineConfig::visionSms), its pages becoming ready for prefill at the first step after it finished. On CUDA the decoder runs on the fused runner (gpu/
+// requests, output parsing into the result schema. On CUDA the decoder runs on the fused runner (gpu/
 // kernels, CUDA graphs for decode steps) with sampling on the device; on the CPU it is the libtorch
 // reference decoder in float32, which reproduces the single-sequence reference path (generation.h)
 // token for token.
 // Engine thread only (accepts() and info() from any thread).
 #pragma once
 
-#include <deque>
 #include <map>
 #include <optional>
 
@@ -56,23 +53,8 @@ public:
 private:
     struct Sequence;
     struct Launched;
-    struct VisionBatch;
     HunyuanBackend() = default;
-    // The tower over `ids` inside the step, on the current stream (sequences that have their prompt
-    // embeddings already, from before a preemption, are skipped).
     void runVision(const std::vector<SeqId>& ids);
-    // The images of `seqs` through the tower on the current stream, in calls of bounded size: one
-    // embedding tensor per sequence, in order. Waits for each sequence's pixels.
-    std::vector<at::Tensor> encodeImages(const std::vector<Sequence*>& seqs);
-    // The prompt embeddings of `seq` from its image's embeddings (on the current stream).
-    void setPromptEmbeds(Sequence& seq, const at::Tensor& imageEmbeds);
-    // With m_visionStream: starts the tower on the next queued pages, unless a batch is running. Beside the
-    // decoder when some page is past its tower (being prefilled or decoded), else inside this step with
-    // the whole device. Returns whether it ran inside the step.
-    bool launchVision();
-    // Joins the batch running beside the decoder once it is done (with wait: blocks until it is): its
-    // sequences get their prompt embeddings and become ready for prefill.
-    void collectVision(bool wait);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
@@ -124,12 +106,6 @@ private:
     long long m_overlappedSteps = 0;
     StepTimes m_visionSteps, m_prefillSteps, m_decodeSteps;  // EngineStats' step times
     Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
-    // The tower beside the decoder (CUDA, EngineConfig::visionSms != 0): pages the scheduler gave it and
-    // not launched yet, in order, and the batch running on m_visionStream.
-    std::unique_ptr<gpu::SideStream> m_visionStream;
-    std::deque<SeqId> m_visionQueue;
-    std::unique_ptr<VisionBatch> m_visionBatch;
-    long long m_visionBeside = 0;  // batches run beside the decoder (EngineStats::visionBeside)
 };
 
 }  // namespace lector::engine

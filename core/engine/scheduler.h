@@ -93,7 +93,6 @@ public:
     // sampled tokens, removes finished sequences and frees their blocks.
     void completeStep(const std::vector<SeqOutcome>& outcomes);
 
-    const SchedulerConfig& config() const { return m_config; }
     bool hasWork() const { return !m_seqs.empty(); }
     int numWaiting() const { return static_cast<int>(m_waiting.size()); }
     int numRunning() const { return static_cast<int>(m_running.size()); }

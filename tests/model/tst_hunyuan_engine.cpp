@@ -103,7 +103,7 @@ RequestPtr makeRequest(RequestId id, std::shared_ptr<const Image> img, int maxNe
 }
 
 std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep, const std::string& runner = "auto",
-                                            int warmUpPages = -1, int visionSms = -1)
+                                            int warmUpPages = -1)
 {
     EngineConfig config;
     config.model = "hunyuan-ocr";
@@ -113,20 +113,17 @@ std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep, con
     config.maxVisionImagesPerStep = 2;
     config.hunyuanRunner = runner;
     config.warmUpPages = warmUpPages;
-    config.visionSms = visionSms;
     auto backend = must(HunyuanBackend::create(config));
     return std::unique_ptr<HunyuanBackend>(static_cast<HunyuanBackend*>(backend.release()));
 }
 
 // Six requests at once through the backend with the given decoder runner; each must give exactly what
-// the single-sequence reference gives for it. visionSms > 0: the tower's pages go through its queue and
-// "beside the decoder" path (on the CPU there is no second stream: a batch runs when launched and its pages
-// become ready for prefill at the next step, as on CUDA once the tower is done).
-void checkBatchedAgainstReference(const std::string& runner, int visionSms = -1)
+// the single-sequence reference gives for it.
+void checkBatchedAgainstReference(const std::string& runner)
 {
     const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
     // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
-    auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner, /*warmUpPages=*/-1, visionSms);
+    auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner);
     Collected out;
     struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
     const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
@@ -145,19 +142,11 @@ void checkBatchedAgainstReference(const std::string& runner, int visionSms = -1)
     if (runner == "fused") LECTOR_CHECK(backend->stats().overlappedSteps > 0);
     else LECTOR_CHECK_EQ(backend->stats().overlappedSteps, 0LL);
     LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
-    // Each step is charged to one kind: six pages at two a vision step need three at least (beside the
-    // decoder: the first two alone inside a step, the other four in two batches beside it); their 1923
+    // Each step is charged to one kind: six pages at two a vision step need three at least; their 1923
     // prompt tokens at 160 a step need 13 steps at least, each with the vision tower or without; the
     // longest request decodes on alone.
     const EngineStats st = backend->stats();
-    if (visionSms > 0) {
-        LECTOR_CHECK_EQ(st.visionBeside, 2LL);
-        LECTOR_CHECK(st.visionSteps.steps >= 1);
-    } else {
-        LECTOR_CHECK_EQ(st.visionBeside, 0LL);
-        LECTOR_CHECK(st.visionSteps.steps >= 3);
-    }
-    LECTOR_CHECK(st.prefillSteps.steps > 0 && st.decodeSteps.steps > 0);
+    LECTOR_CHECK(st.visionSteps.steps >= 3 && st.prefillSteps.steps > 0 && st.decodeSteps.steps > 0);
     LECTOR_CHECK(st.visionSteps.steps + st.prefillSteps.steps >= 13);
     LECTOR_CHECK(st.visionSteps.steps + st.prefillSteps.steps + st.decodeSteps.steps <= steps);
     LECTOR_CHECK(st.visionSteps.ms > 0 && st.prefillSteps.ms > 0 && st.decodeSteps.ms > 0);
@@ -219,10 +208,6 @@ LECTOR_TEST(warmUpAtLoadLeavesNothingBehind)
 // paged prefill + decode attention, device-side sampling with the repetition penalty) run through gpu/'s
 // CPU references: same batches, same preemptions, same tokens as the reference.
 LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
-
-// The tower beside the decoder (on by default on CUDA): pages queued for it, launched while others are
-// prefilled and decoded, joined at a later step; preemptions and the chained decode steps in between.
-LECTOR_TEST(visionBesideTheDecoderMatchesTheReference) { checkBatchedAgainstReference("fused", /*visionSms=*/8); }
 
 // With the fused runner a decode step is queued behind the previous one before that step's tokens reach
 // the host (its input ids come from the device). Two requests of exactly 12 and 7 tokens (stop ids
@@ -293,31 +278,6 @@ void checkCancelFreesBlocks(const std::string& runner)
 LECTOR_TEST(cancellingFreesBlocksAtOnce) { checkCancelFreesBlocks("reference"); }
 // The same through the fused runner (gpu/'s CPU references) and its device-side sampler.
 LECTOR_TEST(cancellingFreesBlocksAtOnceWithTheFusedRunner) { checkCancelFreesBlocks("fused"); }
-
-// A page cancelled while its tower batch runs beside the decoder: the batch's other page and the pages
-// being decoded go on to the reference's tokens, and nothing is left behind.
-LECTOR_TEST(cancellingAPageWhoseTowerRunsBesideTheDecoder)
-{
-    const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
-    auto backend = makeBackend(4096, 2048, "fused", /*warmUpPages=*/-1, /*visionSms=*/8);
-    Collected out;
-    const std::pair<std::shared_ptr<const Image>, int> cases[4] = {{receipt, 12}, {doc, 9}, {receipt, 7}, {doc, 11}};
-    for (RequestId id = 1; id <= 4; ++id) backend->add(makeRequest(id, cases[id - 1].first, cases[id - 1].second, 1.03f, out));
-    backend->step();  // pages 1 and 2 through the tower inside the step (nothing to decode yet)
-    LECTOR_CHECK_EQ(backend->stats().visionBeside, 0LL);
-    backend->step();  // their prefill, with pages 3 and 4 launched beside it
-    LECTOR_CHECK_EQ(backend->stats().visionBeside, 1LL);
-    backend->cancel(3);
-    for (int steps = 0; backend->hasWork() && steps < 200; ++steps) backend->step();
-    LECTOR_CHECK(!backend->hasWork());
-    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
-    LECTOR_CHECK(out.results.count(3) == 1 && out.results[3].failed() && out.results[3].error->code == "cancelled");
-    for (RequestId id : {1, 2, 4}) {
-        const doc::OcrResult& r = out.results[id];
-        LECTOR_CHECK_MSG(!r.failed(), r.error->message);
-        LECTOR_CHECK_EQ(r.raw.value_or(""), idsText(referenceIds(*cases[id - 1].first, cases[id - 1].second, 1.03f)));
-    }
-}
 
 LECTOR_TEST(promptLargerThanThePoolIsAClearError)
 {
