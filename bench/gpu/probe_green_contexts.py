@@ -15,12 +15,11 @@ the tower beside the decoder whenever other pages were being decoded) was slower
 the decoder's work beside the tower is the next pages' prefill, compute-bound too (docs/perf.md, call 175).
 """
 import ctypes
-import time
 
 import torch
 import torch.nn.functional as F
 
-from probe_common import C, D, H, I, L, N, dt, median_ms, random_tower_blocks, w
+from probe_common import C, D, H, N, beside, decode_stand_in, graph_of, median_ms, random_tower_blocks, replay, w
 
 cu = ctypes.CDLL("libcuda.so.1")
 RES = 144  # sizeof(CUdevResource), CUDA 13 headers; the SM part (CUdevSmResource) at byte 96
@@ -72,24 +71,7 @@ def tower(x, pages):
     return x
 
 
-B, CTX, KVH, HD = 64, 1200, 8, 128
-lw = [dict(qkv=w(4096, 1024), o=w(1024, 2048), gu=w(7168, 1024), dn=w(1024, 3584),
-           k=w(B, KVH, CTX, HD), v=w(B, KVH, CTX, HD)) for _ in range(24)]
-lm = w(120818, 1024)
-xd = w(B, 1024)
-
-
-def decode_step():
-    h = xd
-    for l in lw:
-        qkv = F.linear(h, l["qkv"])
-        q = qkv[:, :2048].view(B, KVH, 2, HD)
-        s = torch.matmul(q, l["k"].transpose(-1, -2))
-        a = torch.matmul(torch.softmax(s.float(), -1).to(dt), l["v"]).reshape(B, 2048)
-        h = h + F.linear(a, l["o"])
-        gu = F.linear(h, l["gu"])
-        h = h + F.linear(F.silu(gu[:, :3584]) * gu[:, 3584:], l["dn"])
-    return F.linear(h, lm)
+decode_step = decode_stand_in()
 
 
 def on(stream, fn):
@@ -100,50 +82,18 @@ def on(stream, fn):
 with torch.inference_mode():
     full_v, full_d = torch.cuda.Stream(), torch.cuda.Stream()
     x8 = w(8 * N, C) * 50
-    with torch.cuda.stream(full_d):
-        decode_step()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=full_d):
-            decode_step()
-    torch.cuda.synchronize()
-
-    def steps(stream, n):
-        with torch.cuda.stream(stream):
-            for _ in range(n):
-                g.replay()
-
+    g = graph_of(decode_step, full_d)
     t_v = on(full_v, lambda: median_ms(lambda: tower(x8, 8), reps=3))
-    t_s = on(full_d, lambda: median_ms(lambda: steps(full_d, 20)) / 20)
+    t_s = on(full_d, lambda: median_ms(lambda: replay(g, full_d, 20)) / 20)
     print(f"whole card: tower over 8 pages {t_v:.1f} ms ({t_v / 8:.2f} a page), decode step {t_s:.3f} ms\n")
     print("| tower SMs | decode SMs | tower alone ms | step alone ms | tower beside steps ms | steps meanwhile "
           "| step beside tower ms | serial / together |")
     print("|---|---|---|---|---|---|---|---|")
 
-    def together(vs, ds):
-        torch.cuda.synchronize()
-        done = torch.cuda.Event()
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with torch.cuda.stream(vs):
-            a.record()
-            tower(x8, 8)
-            z.record()
-            done.record()
-        n = 0
-        t0 = time.perf_counter()
-        while not done.query():
-            steps(ds, 1)
-            n += 1
-            if n % 4 == 0:
-                ds.synchronize()
-        ds.synchronize()
-        wall = (time.perf_counter() - t0) * 1e3
-        torch.cuda.synchronize()
-        return a.elapsed_time(z), n, wall
-
     def row(label_v, label_d, vs, ds):
         tv = on(vs, lambda: median_ms(lambda: tower(x8, 8), reps=3))
-        ts = on(ds, lambda: median_ms(lambda: steps(ds, 20)) / 20)
-        results = [together(vs, ds) for _ in range(3)]
+        ts = on(ds, lambda: median_ms(lambda: replay(g, ds, 20)) / 20)
+        results = [beside(lambda: tower(x8, 8), vs, g, ds) for _ in range(3)]
         tvs, n, wall = sorted(results, key=lambda r: r[2])[1]
         print(f"| {label_v} | {label_d} | {tv:.1f} | {ts:.3f} | {tvs:.1f} | {n} | {wall / max(n, 1):.3f} | "
               f"{(t_v + n * t_s) / max(wall, tvs):.2f} |", flush=True)

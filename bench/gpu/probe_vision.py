@@ -16,13 +16,13 @@ Prints markdown tables. Used to decide how the engine runs the vision tower besi
 """
 import contextlib
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import C, D, H, I, L, N, dt, median_ms, random_tower_blocks, w
+from probe_common import (C, D, DECODE_B, DECODE_CTX, DECODE_HD, DECODE_KVH, H, I, L, N, beside, decode_stand_in,
+                          graph_of, median_ms, random_tower_blocks, replay, w)
 
 blocks = random_tower_blocks()
 
@@ -106,42 +106,15 @@ af = 4 * N * N * C * L
 print(f"attention FLOPs per page {af / 1e12:.2f} TFLOP; products {flops / 1e12:.2f} TFLOP\n")
 
 # --- 2. the tower beside memory-bound decode steps ---
-B, CTX, KVH, HD = 64, 1200, 8, 128
-lw = [dict(qkv=w(4096, 1024), o=w(1024, 2048), gu=w(7168, 1024), dn=w(1024, 3584),
-           k=w(B, KVH, CTX, HD), v=w(B, KVH, CTX, HD)) for _ in range(24)]
-lm = w(120818, 1024)
-xd = w(B, 1024)
-
-
-def decode_step():
-    h = xd
-    for l in lw:
-        qkv = F.linear(h, l["qkv"])
-        q = qkv[:, :2048].view(B, KVH, 2, HD)
-        s = torch.matmul(q, l["k"].transpose(-1, -2))  # [B, 8, 2, CTX]: reads K once
-        a = torch.matmul(torch.softmax(s.float(), -1).to(dt), l["v"]).reshape(B, 2048)
-        h = h + F.linear(a, l["o"])
-        gu = F.linear(h, l["gu"])
-        h = h + F.linear(F.silu(gu[:, :3584]) * gu[:, 3584:], l["dn"])
-    return F.linear(h, lm)
+B, CTX, KVH, HD = DECODE_B, DECODE_CTX, DECODE_KVH, DECODE_HD
+decode_step = decode_stand_in()
 
 
 hi = torch.cuda.Stream(priority=-5)
 lo = torch.cuda.Stream(priority=0)
 with torch.inference_mode():
-    with torch.cuda.stream(hi):
-        decode_step()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=hi):
-            decode_step()
-    torch.cuda.synchronize()
-
-    def steps(n):
-        with torch.cuda.stream(hi):
-            for _ in range(n):
-                g.replay()
-
-    t_step = median_ms(lambda: steps(20)) / 20
+    g = graph_of(decode_step, hi)
+    t_step = median_ms(lambda: replay(g, hi, 20)) / 20
     kv = 24 * 2 * B * KVH * CTX * HD * 2 / 1e9
     print("## Vision beside decoding (stand-in decode step: batch 64, context 1200, torch ops in a CUDA graph)\n")
     print(f"decode step alone {t_step:.3f} ms (K/V {kv:.1f} GB + weights 1.3 GB: "
@@ -152,25 +125,6 @@ with torch.inference_mode():
     for prio_name, vs in (("low (decode high)", lo), ("same", torch.cuda.Stream(priority=-5))):
         with torch.cuda.stream(vs):
             t_vis = median_ms(lambda: tower(x8, 8), reps=3)
-        torch.cuda.synchronize()
-        done = torch.cuda.Event()
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with torch.cuda.stream(vs):
-            a.record()
-            tower(x8, 8)
-            z.record()
-            done.record()
-        n = 0
-        t0 = time.perf_counter()
-        while not done.query():
-            steps(1)
-            n += 1
-            if n % 4 == 0:
-                hi.synchronize()
-        hi.synchronize()
-        wall = (time.perf_counter() - t0) * 1e3
-        torch.cuda.synchronize()
-        t_vis_shared = a.elapsed_time(z)
-        per_step = wall / max(n, 1)
-        print(f"| {prio_name} | {t_vis:.1f} | {t_vis_shared:.1f} | {n} | {per_step:.3f} | "
+        t_vis_shared, n, wall = beside(lambda: tower(x8, 8), vs, g, hi)
+        print(f"| {prio_name} | {t_vis:.1f} | {t_vis_shared:.1f} | {n} | {wall / max(n, 1):.3f} | "
               f"{(t_vis + n * t_step) / max(wall, t_vis_shared):.2f} |")
