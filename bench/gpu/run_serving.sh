@@ -23,15 +23,16 @@
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
 #     libtorch's SDPA, LECTOR_VISION_ATTENTION=sdpa, and 64 pages that way too), 64 and 256 distinct pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
-#     tokens (every request must finish through preemption); 256 pages at the step budgets of 2048 and
-#     8192 tokens and 8 and 16 images a step, in turn, twice.
+#     tokens (every request must finish through preemption); the first page after loading (a fresh
+#     process); in full runs also 256 pages at the step budgets of 2048 and 8192 tokens and 8 and 16
+#     images a step, in turn, twice.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
-# kernel tests, float16 parity and issue 4's engine tables (one request, 64 and 256 pages, tiny pool,
-# Poisson) and skips the rest: bfloat16, the per-projection routes, table 3, the SDPA / no-PDL /
-# persistent variants, the graph-sampler comparison and the diagnostic benches (a run of the engine's
-# figures well inside one call).
+# kernel tests, float16 parity and issue 4's engine tables (one request, the first page after loading,
+# 64 and 256 pages, tiny pool, Poisson) and skips the rest: bfloat16, the per-projection routes, table 3,
+# the SDPA / no-PDL / persistent variants, the graph-sampler comparison, the step budgets' comparison and
+# the diagnostic benches (a run of the engine's figures well inside one call: ~450 s).
 # full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
 full_run() { [ -z "${TABLES_ONLY:-}" ]; }
 source "$(dirname "$0")/lib.sh"
@@ -201,16 +202,21 @@ for n in ("thr64", "thr256", "thr64_sdpa"):
         print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
 PY
 # The step budgets against each other in this run (call 171 moved the default from 2048 to 8192 tokens a
-# step on one sample each): the old default and the new one in turn, twice, and 16 images a step.
-[ -n "${QUICK:-}" ] || {
+# step on one sample each): the old default and the new one in turn, twice, and 16 images a step. Full
+# runs only (~110 s; calls 172 and 176 ran it in TABLES_ONLY, which then took 556 s of the call's 600);
+# run_burst_options.sh's budgets section is the wider sweep.
+[ -n "${QUICK:-}" ] || ! full_run || {
   step "256 pages at once: step budgets in turn (tokens / images a step)"
   burst_header > "$W/budget.md"
   for pair in 2048/8 8192/8 8192/16 2048/8 8192/8 8192/16; do budget_burst /tmp/pages $pair 60 | tee -a "$W/budget.md"; done
   # What the first burst after loading pays for first sights (allocator growth, new product shapes): the
   # 64 pages again right after an unmeasured burst of them, at the default budgets.
   timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --warmup-burst --repeat 1 --json > "$W/thr64_warm.json" 2>&1
-  burst_row "$W/thr64_warm.json" "8192 (warm)" 8 64 | tee -a "$W/budget.md"
-  # And the first page after loading, one request (the table's one-request figure is warm).
+  burst_row "$W/thr64_warm.json" "8192 (warm)" 8 64 | tee -a "$W/budget.md"; }
+# The first page after loading, one request in a fresh process (the table's one-request figure is warm;
+# with the warm-up pages at load the two have matched since call 176).
+[ -n "${QUICK:-}" ] || {
+  step "the first page after loading"
   timeout 60 $CLI bench /tmp/pages/p001.ppm $H --warmup 0 --repeat 1 --no-throughput > "$W/first_page.txt" 2>&1
   echo "first page after loading:"; grep -E "^(preprocess|vision|prefill|first_token|decode|total) " "$W/first_page.txt"; }
 [ -n "${QUICK:-}" ] && { diagnostics; step "done (QUICK: no tiny pool, no Poisson stream)"; exit 0; }
