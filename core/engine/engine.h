@@ -107,8 +107,9 @@ struct EngineConfig {
     std::string persistentDecode = "auto";
     // Pages run through the backend on the engine thread before the first request, so that the first
     // requests do not pay the first sights of the kernels, the libraries' per-thread handles and the
-    // allocator (on the H200 HunyuanOCR's first page after loading took 275-299 ms without, 202-207 with:
-    // docs/perf.md). HunyuanOCR: a burst of this many blank pages, 2 tokens each, then one alone; PP-OCR:
+    // allocator (on the H200 HunyuanOCR's first page after loading took 255-299 ms without, 175 with, as a
+    // warm page; PP-OCR's first receipt 954 against 364 ms: docs/perf.md, calls 172-176). HunyuanOCR: a
+    // burst of this many blank pages, 2 tokens each, then one alone; PP-OCR:
     // one synthetic page. -1: on CUDA maxVisionImagesPerStep pages (at most 8; PP-OCR one), none on the
     // CPU; 0: none.
     int warmUpPages = -1;

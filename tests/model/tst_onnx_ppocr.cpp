@@ -63,6 +63,26 @@ int count(const SafetensorsFile& f, const std::string& prefix)
     return n;
 }
 
+// Every rec crop of the fixtures, normalised ([1, 3, 48, W] each), in image then crop order.
+std::vector<at::Tensor> allRecInputs()
+{
+    std::vector<at::Tensor> inputs;
+    for (const char* image : kImages) {
+        auto f = fixture(image);
+        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i)
+            inputs.push_back(lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i))));
+    }
+    return inputs;
+}
+
+// The width a batch of them is padded to: the widest, rounded up to a multiple of 8.
+int64_t paddedRecWidth(const std::vector<at::Tensor>& inputs)
+{
+    int64_t width = 0;
+    for (const auto& x : inputs) width = std::max(width, x.size(3));
+    return (width + 7) / 8 * 8;
+}
+
 // Greedy CTC: argmax per step, repeats collapsed, blank (0) dropped.
 std::vector<int64_t> ctcDecode(const at::Tensor& probs)  // [T, C]
 {
@@ -124,16 +144,9 @@ LECTOR_TEST(recMatchesOnnxruntime)
 
 LECTOR_TEST(recBatchPaddedToOneWidthDecodesLikeSingleRuns)
 {
-    std::vector<at::Tensor> inputs;
-    for (const char* image : kImages) {
-        auto f = fixture(image);
-        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i)
-            inputs.push_back(lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i))));
-    }
+    const std::vector<at::Tensor> inputs = allRecInputs();
     LECTOR_CHECK(inputs.size() >= 3);
-    int64_t width = 0;
-    for (const auto& x : inputs) width = std::max(width, x.size(3));
-    width = (width + 7) / 8 * 8;
+    const int64_t width = paddedRecWidth(inputs);
     // PaddleOCR pads the normalised crops with zeros on the right.
     std::vector<at::Tensor> padded;
     for (const auto& x : inputs) padded.push_back(at::constant_pad_nd(x, {0, width - x.size(3)}, 0.0));
@@ -232,16 +245,9 @@ LECTOR_TEST(cudaGraphReplaysMatchOnnxruntime)
     // captured plan with new pixels, and must give what the eager plan gives for that crop (the
     // eager plan is held to onnxruntime's outputs above).
     Graph recEager = lector::test::onnx::loadPpocrGraph("ch_PP-OCRv4_rec_infer.onnx", options);
-    std::vector<at::Tensor> inputs;
-    for (const char* image : kImages) {
-        auto f = fixture(image);
-        for (int i = 0, n = count(*f, "rec_input_bgr_u8_"); i < n; ++i)
-            inputs.push_back(lineInput(f->tensor("rec_input_bgr_u8_" + std::to_string(i))));
-    }
+    const std::vector<at::Tensor> inputs = allRecInputs();
     LECTOR_CHECK(inputs.size() >= 4);
-    int64_t width = 0;
-    for (const auto& x : inputs) width = std::max(width, x.size(3));
-    width = (width + 7) / 8 * 8;
+    const int64_t width = paddedRecWidth(inputs);
     for (int round = 0; round < 2; ++round) {
         for (size_t k = 0; k < inputs.size(); ++k) {
             const at::Tensor x = at::constant_pad_nd(inputs[k], {0, width - inputs[k].size(3)}, 0.0);
