@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <string>
 
 #ifdef LECTOR_TORCH_HAS_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -27,6 +28,20 @@ DeviceMemory deviceMemory(const c10::Device& device)
     size_t freeBytes = 0, totalBytes = 0;
     TORCH_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess, "cudaMemGetInfo failed on ", device);
     return {static_cast<std::int64_t>(freeBytes), static_cast<std::int64_t>(totalBytes)};
+}
+
+std::string deviceFingerprint(const c10::Device& device)
+{
+    if (!device.is_cuda()) return "cpu";
+    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
+    cudaDeviceProp prop{};
+    int driver = 0, runtime = 0;
+    TORCH_CHECK(cudaGetDeviceProperties(&prop, index) == cudaSuccess, "cudaGetDeviceProperties failed on ", device);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+           std::to_string(prop.multiProcessorCount) + " SMs, " + std::to_string(prop.totalGlobalMem >> 20) +
+           " MiB, driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime);
 }
 
 struct StreamEvent::Impl {
@@ -121,6 +136,7 @@ double graphMicros(const c10::Device& device, const std::function<void()>& body,
 
 bool cudaGraphsAvailable() { return false; }
 DeviceMemory deviceMemory(const c10::Device&) { return {}; }
+std::string deviceFingerprint(const c10::Device& device) { return device.is_cuda() ? "cuda without a CUDA libtorch" : "cpu"; }
 
 struct StreamEvent::Impl {};
 void StreamEvent::record(const c10::Device&) {}

@@ -13,10 +13,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace lector::gpu {
 
 bool cudaGraphsAvailable();
+
+// What a measurement made on `device` depends on beyond our code: on CUDA the card's name, compute
+// capability and SM count, and the driver's and runtime's versions; "cpu" elsewhere.
+std::string deviceFingerprint(const c10::Device& device);
 
 struct DeviceMemory {
     std::int64_t freeBytes = 0;

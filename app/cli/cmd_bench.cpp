@@ -3,6 +3,7 @@
 // open-loop Poisson arrival stream (--poisson RATE). Warm-up runs are excluded. Prints a table; --json
 // prints the same figures as JSON for scripts under bench/. The serving runs live in bench_stream.h.
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -330,6 +331,7 @@ struct BenchReport {
     int threads = 0;
     size_t numImages = 0;
     int repeat = 1, warmup = 1, failures = 0, templateMaxNewTokens = 0;
+    double loadMs = 0;  // Engine::create: weights, tuning, graphs, warm-up pages
     ServingArgs serving;
     LatencyRun latency;
     std::optional<ServingReport> burst, stream;
@@ -342,6 +344,7 @@ void printJson(const BenchReport& r)
     j["device"] = r.info.device;
     j["dtype"] = r.info.dtype;
     j["threads"] = r.threads;
+    j["load_ms"] = r.loadMs;
     j["images"] = r.numImages;
     j["repeat"] = r.repeat;
     j["failures"] = r.failures;
@@ -360,9 +363,9 @@ void printJson(const BenchReport& r)
 
 void printTable(const BenchReport& r)
 {
-    std::printf("lector-cli bench: %s on %s (%s), %d threads, %zu images x %d passes (+%d warm-up)\n",
+    std::printf("lector-cli bench: %s on %s (%s), %d threads, %zu images x %d passes (+%d warm-up), loaded in %.0f ms\n",
                 r.info.model.c_str(), r.info.device.c_str(), r.info.dtype.c_str(), r.threads, r.numImages, r.repeat,
-                r.warmup);
+                r.warmup, r.loadMs);
     if (!r.latency.stageOrder.empty())
         std::printf("\n%-16s %10s %10s %10s %10s\n", "stage", "median ms", "p90 ms", "mean ms", "max ms");
     for (const auto& st : r.latency.stageOrder) {
@@ -416,8 +419,10 @@ int runBench(const std::vector<std::string>& argv)
     BenchImages images;
     if (auto rc = loadImages(inputs, images)) return *rc;
 
+    const auto loadStart = std::chrono::steady_clock::now();
     auto engine = engine::Engine::create(config);
     if (!engine.ok()) return std::fprintf(stderr, "lector-cli: %s\n", engine.error().message.c_str()), 3;
+    const double loadMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - loadStart).count();
     const auto info = (*engine)->info();
 
     LatencyRun latency = runLatency(**engine, tmpl, images, warmup, args.has("no-latency") ? 0 : repeat);
@@ -446,7 +451,7 @@ int runBench(const std::vector<std::string>& argv)
         if (!out) return std::fprintf(stderr, "lector-cli bench: %s: cannot write the results\n", path.c_str()), 1;
     }
 
-    BenchReport report{info, config.threads, images.size(), repeat, warmup, failures, tmpl.sampling.maxNewTokens,
+    BenchReport report{info, config.threads, images.size(), repeat, warmup, failures, tmpl.sampling.maxNewTokens, loadMs,
                        serving, std::move(latency), std::move(burst), std::move(stream)};
     if (args.has("json")) printJson(report);
     else printTable(report);

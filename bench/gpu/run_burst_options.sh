@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The engine's options that shape bursts and first requests, on the GPU machine: the --size full random
 # HunyuanOCR model of tools/hunyuan_reference.py, float16, distinct 1024x1024 pages (make_pages), 256
-# forced new tokens, through lector-cli bench. Two sections (ONLY=budgets or ONLY=warmup runs one):
+# forced new tokens, through lector-cli bench. Three sections (ONLY=budgets, warmup or load runs one):
 #   - budgets: 64 and 256 pages at once at each pair of --max-tokens-per-step (prefill + decode tokens a
 #     forward) and --vision-images-per-step (pages through the tower a step); the first pair runs again
 #     last, as the run's drift. BUDGETS="tokens/images ..." overrides the pairs.
 #   - warmup: the first page and the first 64-page burst after loading, with the warm-up pages at load
 #     and without them (--no-load-warmup), in turn, each in a fresh process.
-# Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md).
+#   - load: the engine's load time with the runner's tuning measured (an empty cache folder), then kept from
+#     that start: one page alone, then 64 pages at once, each a fresh process.
+# Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md, load.md).
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c 'import torch; print("torch", torch.__version__)'; } > "$W/machine.txt" 2>&1
@@ -53,5 +55,26 @@ if section warmup; then
       echo "| ${flag:-on} | ${load:--} | $page | ${rate:-failed} |" | tee -a "$W/warmup.md"
     done
   done
+fi
+if section load; then
+  step "loading: the runner's tuning measured, then kept from that start"
+  export LECTOR_CACHE_DIR=/tmp/lector-cache; rm -rf "$LECTOR_CACHE_DIR"
+  echo "| start | tuning | load ms | one page: vision / prefill / decode / total ms | 64 pages at once, pages/s |" > "$W/load.md"
+  echo "|---|---|---|---|---|" >> "$W/load.md"
+  for run in measured kept kept-64; do
+    f="$W/load_$run.txt"
+    if [ "$run" = kept-64 ]; then
+      LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 > "$f" 2>&1
+    else
+      LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p001.ppm $H --warmup 1 --repeat 3 --no-throughput > "$f" 2>&1
+    fi
+    load=$(grep -o "loaded in [0-9]* ms" "$f" | grep -o "[0-9]*")
+    tuning=$(grep -oE "tuning (measured in [0-9.]* ms|kept from an earlier start)" "$f" | head -1)
+    page=$(awk '$1 ~ /^(vision|prefill|decode|total)$/ {printf "%s ", $2}' "$f")
+    rate=$(grep -oE "[0-9.]+ images/s" "$f" | head -1)
+    echo "| $run | ${tuning:--} | ${load:-failed} | ${page:--} | ${rate:--} |" | tee -a "$W/load.md"
+  done
+  grep -h "decode step of\|single-sequence" "$W/load_measured.txt" "$W/load_kept.txt" | cut -c1-160
+  ls -l "$LECTOR_CACHE_DIR"
 fi
 step "done"

@@ -105,6 +105,10 @@ struct EngineConfig {
     // Single-sequence decode steps of the fused runner as one persistent kernel (sm_90): "auto" where it
     // measures faster than the kernel chain at load, "on", "off" (core/runner/model_runner.h).
     std::string persistentDecode = "auto";
+    // The fused runner's load-time measurements (HunyuanOCR on CUDA, ~4-5 s on an H200) are kept in the
+    // user's cache folder and taken again by the next start on the same card, driver, libtorch, build and
+    // model (core/runner/tuning_cache.h); false (or LECTOR_TUNING_CACHE=0) measures at every start.
+    bool tuningCache = true;
     // Pages run through the backend on the engine thread before the first request, so that the first
     // requests do not pay the first sights of the kernels, the libraries' per-thread handles and the
     // allocator (on the H200 HunyuanOCR's first page after loading took 255-299 ms without, 175 with, as a

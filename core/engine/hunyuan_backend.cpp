@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <limits>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "core/model/hunyuan/prompt.h"
 #include "core/model/hunyuan/weights.h"
 #include "core/kv/block_pool.h"
+#include "core/runner/tuning_cache.h"
 #include "gpu/device.h"
 
 namespace lector::engine {
@@ -62,6 +64,36 @@ Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, a
                                            std::to_string(mem.freeBytes >> 20) + " MiB free of " +
                                            std::to_string(mem.totalBytes >> 20) + " MiB); raise it or pass --kv-cache-tokens");
     return static_cast<int>(tokens);
+}
+
+// The fused runner's load-time measurements (tuneLayouts: ~4-5 s of a ~9 s start on an H200), or those an
+// earlier start on the same card, driver, libtorch, build and model kept (core/runner/tuning_cache.h).
+// A missing, stale or unreadable file is measured over and rewritten; one that cannot be written only
+// costs the next start its measurements.
+void tuneRunner(runner::ModelRunner& r, bool useCache)
+{
+    const std::string key = useCache && !envOff("LECTOR_TUNING_CACHE") ? r.tuningKey() : std::string();
+    const std::filesystem::path file = key.empty() ? std::filesystem::path() : runner::tuningCacheFile(key);
+    bool cached = false;
+    if (!file.empty()) {
+        auto kept = runner::readTuning(file, key);
+        cached = kept.ok() && r.applyTuning(*kept);
+        if (!kept.ok() && kept.error().code != "not_found")
+            LECTOR_LOG_INFO("HunyuanOCR: " << kept.error().message << "; measuring the tuning again");
+    }
+    const auto t0 = Clock::now();
+    if (!cached) r.tuneLayouts();
+    for (const std::string& line : r.layoutReport())
+        if (line.rfind("decode step", 0) == 0) LECTOR_LOG_INFO("HunyuanOCR: " << line);  // chooseChainRoutes
+    if (cached) {
+        LECTOR_LOG_INFO("HunyuanOCR: tuning kept from an earlier start: " << file.string()
+                                                                          << " (LECTOR_TUNING_CACHE=0 measures it again)");
+        return;
+    }
+    LECTOR_LOG_INFO("HunyuanOCR: tuning measured in " << msSince(t0) << " ms");
+    if (file.empty()) return;
+    if (auto written = runner::writeTuning(file, key, r.tuning()); !written)
+        LECTOR_LOG_WARN("HunyuanOCR: the tuning was not kept for the next start: " << written.error().message);
 }
 
 }  // namespace
@@ -141,8 +173,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         // after each graph (for comparison: the tokens must be the same).
         if (!envOff("LECTOR_GRAPH_SAMPLER"))
             backend->m_runner->attachSampler(*backend->m_sampler);
-        for (const std::string& line : backend->m_runner->tuneLayouts())
-            if (line.rfind("decode step", 0) == 0) LECTOR_LOG_INFO("HunyuanOCR: " << line);  // chooseChainRoutes
+        tuneRunner(*backend->m_runner, config.tuningCache);
         LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
         // Our kernels were validated on one GPU generation: where they disagree with the reference

@@ -6,12 +6,15 @@
 #include "core/runner/model_runner.h"
 
 #include <c10/core/InferenceMode.h>
+#include <torch/version.h>  // TORCH_VERSION, part of the tuning's key
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "core/common/assert.h"
 #include "core/common/env.h"
@@ -566,6 +569,114 @@ std::vector<std::string> ModelRunner::tuneLayouts()
     choosePersistent(report);
     m_layoutReport = report;
     return report;
+}
+
+RunnerTuning ModelRunner::tuning() const
+{
+    RunnerTuning t;
+    for (int p = 0; p <= kNumProjections; ++p) {
+        t.transposed[static_cast<size_t>(p)] = p == kNumProjections ? m_lmHeadT.defined() : !m_transposed[p].empty();
+        t.skinnyRows[static_cast<size_t>(p)] = m_skinnyRows[p];
+        t.tensorCoreRows[static_cast<size_t>(p)] = m_tensorCoreRows[p];
+        t.tensorCoresAgree[static_cast<size_t>(p)] = m_tensorCoresAgree[p];
+    }
+    t.lmHeadWarpGroup = m_lmHeadWarpGroup;
+    for (const auto& [b, routes] : m_chainRoutes)
+        for (int p = 0; p < kNumProjections; ++p)
+            t.chainRoutes[b][static_cast<size_t>(p)] = static_cast<int>(routes[static_cast<size_t>(p)]);
+    using Kind = gpu::PersistentDecoder::Kind;
+    t.singleSequence = !m_persistent                              ? RunnerTuning::kChain
+                       : m_persistent->kind() == Kind::HeadParallel ? RunnerTuning::kHeadParallel
+                                                                    : RunnerTuning::kPersistentKernel;
+    t.report = m_layoutReport;
+    t.persistentReport = m_persistentReport;
+    return t;
+}
+
+std::string ModelRunner::tuningKey() const
+{
+    const at::Device device = m_decoder.device();
+    if (!device.is_cuda()) return {};
+    // This executable: our kernels and the runner's choices live in it (static libraries).
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    const auto size = std::filesystem::file_size(exe, ec);
+    if (ec) return {};
+    const auto time = std::filesystem::last_write_time(exe, ec);
+    if (ec) return {};
+    const model::hunyuan::TextConfig& c = m_decoder.config();
+    const int bs = m_kv.blockSize();
+    const std::int64_t perSeq = (kTuningContext + bs - 1) / bs * bs;
+    const RunnerOptions& o = m_options;
+    std::ostringstream key;
+    key << "device: " << gpu::deviceFingerprint(device) << "\n"
+        << "libtorch: " << TORCH_VERSION << "\n"
+        << "executable: " << exe.string() << ", " << size << " bytes, " << time.time_since_epoch().count() << "\n"
+        << "model: " << c.numLayers << " layers, hidden " << c.hiddenSize << ", heads " << c.numHeads << " / "
+        << c.numKvHeads << " of " << c.headDim << ", intermediate " << c.intermediateSize << ", vocabulary "
+        << c.vocabSize << ", " << c10::toString(m_decoder.dtype()) << "\n"
+        // (the step timings stop at the first graph size the pool cannot hold, 64 at most; the exact pool
+        // size moves with the free memory at each start)
+        << "pool: room for " << std::min<std::int64_t>(m_kv.numSlots() / perSeq, gpu::kSkinnyTcMaxRows)
+        << " sequences of " << kTuningContext << " tokens (counted up to " << gpu::kSkinnyTcMaxRows << ")\n"
+        << "options: graphs " << o.cudaGraphs << ", max graph batch " << o.maxGraphBatch << ", graph context "
+        << o.graphContextTokens << ", skinny " << o.skinnyRows << ", tensor cores " << o.tensorCoreRows << ", apart "
+        << o.tensorCoreApart << ", persistent " << static_cast<int>(o.persistentDecode) << ", cluster attention up to "
+        << o.attentionClusterMaxBatch << ", chain tuning " << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on") << "\n";
+    return key.str();
+}
+
+bool ModelRunner::applyTuning(const RunnerTuning& t)
+{
+    c10::InferenceMode inference;
+    // Check everything before changing anything.
+    for (int p = 0; p <= kNumProjections; ++p) {
+        const auto i = static_cast<size_t>(p);
+        if (t.skinnyRows[i] < 0 || t.skinnyRows[i] > 64 || t.tensorCoreRows[i] < 0 || t.tensorCoreRows[i] > gpu::kSkinnyTcMaxRows)
+            return false;
+    }
+    if (t.lmHeadWarpGroup >> std::size(kLmHeadWarpGroupRows)) return false;
+    for (const auto& [b, routes] : t.chainRoutes) {
+        if (b < 1) return false;
+        for (int r : routes)
+            if (r < static_cast<int>(Route::Library) || r > static_cast<int>(Route::WarpGroupApart)) return false;
+    }
+    using Kind = gpu::PersistentDecoder::Kind;
+    std::unique_ptr<gpu::PersistentDecoder>* keep = nullptr;
+    if (t.singleSequence != RunnerTuning::kChain) {
+        const Kind want = t.singleSequence == RunnerTuning::kHeadParallel ? Kind::HeadParallel : Kind::Persistent;
+        for (std::unique_ptr<gpu::PersistentDecoder>* candidate : {&m_persistent, &m_headParallel})
+            if (*candidate && (*candidate)->kind() == want) keep = candidate;
+        if (!keep) return false;
+    }
+
+    const auto& layers = m_decoder.layers();
+    for (int p = 0; p <= kNumProjections; ++p) {
+        const auto i = static_cast<size_t>(p);
+        m_skinnyRows[p] = t.skinnyRows[i];
+        m_tensorCoreRows[p] = t.tensorCoreRows[i];
+        m_tensorCoresAgree[p] = t.tensorCoresAgree[i];
+        if (p == kNumProjections) {
+            m_lmHeadT = t.transposed[i] ? m_decoder.lmHead().t().contiguous() : at::Tensor();
+            continue;
+        }
+        m_transposed[p].clear();
+        if (t.transposed[i])
+            for (size_t l = 0; l < layers.size(); ++l)
+                m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
+    }
+    m_lmHeadWarpGroup = t.lmHeadWarpGroup;
+    m_chainRoutes.clear();
+    for (const auto& [b, routes] : t.chainRoutes)
+        for (int p = 0; p < kNumProjections; ++p)
+            m_chainRoutes[b][static_cast<size_t>(p)] = static_cast<Route>(routes[static_cast<size_t>(p)]);
+    std::unique_ptr<gpu::PersistentDecoder> kept = keep ? std::move(*keep) : nullptr;
+    m_persistent = std::move(kept);
+    m_headParallel.reset();
+    m_layoutReport = t.report;
+    m_persistentReport = t.persistentReport;
+    return true;
 }
 
 ModelRunner::Metadata ModelRunner::tuningStep(int batch, std::int64_t context) const

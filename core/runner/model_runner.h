@@ -29,6 +29,7 @@
 #include "core/model/hunyuan/decoder.h"
 #include "core/runner/device_sampler.h"
 #include "core/runner/paged_kv.h"
+#include "core/runner/tuning_cache.h"
 #include "gpu/kernels/skinny_gemm.cuh"  // SkinnyEngine (plain C++)
 
 namespace lector::gpu {
@@ -123,6 +124,17 @@ public:
     // through the persistent kernel and through the kernel chain, and keeps the faster (unless
     // options.persistentDecode is Always).
     std::vector<std::string> tuneLayouts();
+    // What tuneLayouts() decided (or applyTuning() took), for the engine to keep between starts
+    // (core/runner/tuning_cache.h).
+    RunnerTuning tuning() const;
+    // Everything those decisions depend on: the device (gpu::deviceFingerprint), libtorch's version, this
+    // executable (path, size, time: a new build measures afresh), the model's shapes and dtype, the graph
+    // sizes the pool leaves room for, the options and LECTOR_CHAIN_TUNING. Empty where nothing is tuned
+    // (the CPU) or the executable cannot be told apart.
+    std::string tuningKey() const;
+    // Takes `t` instead of measuring. Returns false, changing nothing, where it does not fit this runner
+    // (a route or single-sequence decoder it does not have, a row count out of range).
+    bool applyTuning(const RunnerTuning& t);
     int numGraphs() const { return static_cast<int>(m_graphs.size()); }
 
     // Runs one short prompt (`tokens` ids, sequential positions) through this runner — a prefill, then a

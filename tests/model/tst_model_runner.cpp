@@ -50,7 +50,9 @@ double relErr(const at::Tensor& a, const at::Tensor& b)
 
 // deviceIds: decode-only steps take their ids from RunnerStep::deviceTokenIds, with wrong ids on the host
 // (the engine's overlapped steps, whose ids are the previous step's tokens still on the device).
-void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = false)
+// tuning: taken by the runner before the steps (ModelRunner::applyTuning), as from an earlier start.
+void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = false,
+                     const runner::RunnerTuning* tuning = nullptr)
 {
     c10::InferenceMode guard;
     const TinyModel tiny;
@@ -60,6 +62,10 @@ void checkStepByStep(const runner::RunnerOptions& options, bool deviceIds = fals
     runner::PagedKvStorage kv(config.text.numLayers, config.text.numKvHeads, config.text.headDim, numBlocks, bs,
                               at::kFloat, at::kCPU);
     runner::ModelRunner runner(decoder, kv, options);
+    if (tuning) {
+        LECTOR_CHECK(runner.applyTuning(*tuning));
+        LECTOR_CHECK(runner.tuning() == *tuning);
+    }
     if (options.persistentDecode == runner::RunnerOptions::Persistent::Always)
         LECTOR_CHECK_MSG(runner.persistentReport().find("CPU reference") != std::string::npos, runner.persistentReport());
 
@@ -172,6 +178,49 @@ LECTOR_TEST(fusedRunnerWithTensorCoresBehindTheNormKernelsMatchesTheReference)
     options.tensorCoreRows = 64;
     options.tensorCoreApart = true;
     checkStepByStep(options);
+}
+
+// A tuning kept from an earlier start (core/runner/tuning_cache.h), taken instead of measuring: transposed
+// copies of the o and down weights and the LM head, the skinny GEMM at 1-2 rows, and decode-step routes
+// for 3 to 16 rows (the steps of 8 and 11 rows here) that put qkv, gate/up and down on the tensor cores
+// behind the norm kernels and o on the tensor cores; all of it must reach the products (on the CPU through
+// gpu/'s references) and give the reference's logits.
+LECTOR_TEST(aTuningFromAnEarlierStartServesTheReferenceLogits)
+{
+    runner::RunnerTuning t;
+    t.transposed = {false, true, false, true, true};
+    t.skinnyRows = {2, 1, 2, 1, 1};
+    t.tensorCoreRows = {0, 0, 0, 0, 0};
+    t.tensorCoresAgree = {true, true, true, true, false};
+    t.chainRoutes[16] = {3, 2, 3, 3};  // TensorCoreApart, TensorCore, TensorCoreApart, TensorCoreApart
+    t.singleSequence = runner::RunnerTuning::kChain;
+    t.report = {"decode step of 16 sequences: (kept)"};
+    checkStepByStep(runner::RunnerOptions{}, /*deviceIds=*/false, &t);
+}
+
+// A kept tuning that does not fit the runner changes nothing: a single-sequence decoder it does not have
+// (the CPU runner has no head-parallel kernels), a route that does not exist, a row count out of range.
+LECTOR_TEST(aTuningThatDoesNotFitTheRunnerIsRefused)
+{
+    c10::InferenceMode guard;
+    const TinyModel tiny;
+    runner::PagedKvStorage kv(tiny.config.text.numLayers, tiny.config.text.numKvHeads, tiny.config.text.headDim, 8, 16,
+                              at::kFloat, at::kCPU);
+    runner::ModelRunner runner(tiny.decoder, kv);
+    const runner::RunnerTuning before = runner.tuning();
+    runner::RunnerTuning t = before;
+    t.transposed = {true, true, true, true, true};
+    t.singleSequence = runner::RunnerTuning::kHeadParallel;
+    LECTOR_CHECK(!runner.applyTuning(t));
+    t.singleSequence = runner::RunnerTuning::kChain;
+    t.chainRoutes[8] = {0, 9, 0, 0};
+    LECTOR_CHECK(!runner.applyTuning(t));
+    t.chainRoutes.clear();
+    t.skinnyRows[2] = -3;
+    LECTOR_CHECK(!runner.applyTuning(t));
+    LECTOR_CHECK(runner.tuning() == before);
+    // Nothing is tuned on the CPU, so there is no key to keep a tuning under.
+    LECTOR_CHECK(runner.tuningKey().empty());
 }
 
 // Decode-only steps whose ids come from the device (RunnerStep::deviceTokenIds) rather than the host.

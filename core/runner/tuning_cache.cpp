@@ -1,0 +1,130 @@
+#include "core/runner/tuning_cache.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace lector::runner {
+
+namespace {
+
+constexpr int kFormat = 1;  // bump when the fields change meaning
+
+// FNV-1a, 64 bits: a stable name for the key (std::hash may differ between builds of the standard library).
+std::string hashHex(const std::string& text)
+{
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
+std::filesystem::path cacheDir()
+{
+    if (const char* d = std::getenv("LECTOR_CACHE_DIR"); d && *d) return d;
+    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::filesystem::path(d) / "lector";
+    if (const char* d = std::getenv("HOME"); d && *d) return std::filesystem::path(d) / ".cache" / "lector";
+    return {};
+}
+
+template <class T, size_t N>
+std::array<T, N> arrayOf(const nlohmann::json& j, const char* name)
+{
+    const nlohmann::json& a = j.at(name);
+    if (!a.is_array() || a.size() != N) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(N) + " values");
+    std::array<T, N> out{};
+    for (size_t i = 0; i < N; ++i) out[i] = a[i].get<T>();
+    return out;
+}
+
+}  // namespace
+
+std::filesystem::path tuningCacheFile(const std::string& key)
+{
+    const std::filesystem::path dir = cacheDir();
+    if (dir.empty()) return {};
+    return dir / ("tuning-" + hashHex(key) + ".json");
+}
+
+Result<RunnerTuning> readTuning(const std::filesystem::path& file, const std::string& key)
+{
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return makeError("not_found", file.string() + ": no tuning saved");
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text.str());
+        if (j.at("format").get<int>() != kFormat || j.at("key").get<std::string>() != key)
+            return makeError("stale", file.string() + ": made for another card, driver, build or model");
+        RunnerTuning t;
+        t.transposed = arrayOf<bool, RunnerTuning::kProjections>(j, "transposed");
+        t.skinnyRows = arrayOf<int, RunnerTuning::kProjections>(j, "skinny_rows");
+        t.tensorCoreRows = arrayOf<int, RunnerTuning::kProjections>(j, "tensor_core_rows");
+        t.tensorCoresAgree = arrayOf<bool, RunnerTuning::kProjections>(j, "tensor_cores_agree");
+        t.lmHeadWarpGroup = j.at("lm_head_warp_group").get<unsigned>();
+        for (const auto& [size, routes] : j.at("chain_routes").items()) {
+            std::size_t used = 0;
+            const int b = std::stoi(size, &used);
+            if (used != size.size() || b < 1) throw std::runtime_error("chain_routes: bad graph size '" + size + "'");
+            if (!routes.is_array() || routes.size() != 4) throw std::runtime_error("chain_routes: expected 4 routes a size");
+            std::array<int, 4> r{};
+            for (size_t p = 0; p < 4; ++p) r[p] = routes[p].get<int>();
+            t.chainRoutes[b] = r;
+        }
+        t.singleSequence = j.at("single_sequence").get<int>();
+        t.report = j.at("report").get<std::vector<std::string>>();
+        t.persistentReport = j.at("persistent_report").get<std::string>();
+        return t;
+    } catch (const std::exception& e) {
+        return makeError("bad_cache", file.string() + ": " + e.what());
+    }
+}
+
+Result<void> writeTuning(const std::filesystem::path& file, const std::string& key, const RunnerTuning& t)
+{
+    nlohmann::json routes = nlohmann::json::object();
+    for (const auto& [b, r] : t.chainRoutes) routes[std::to_string(b)] = r;
+    const nlohmann::json j = {{"format", kFormat},
+                              {"key", key},
+                              {"transposed", t.transposed},
+                              {"skinny_rows", t.skinnyRows},
+                              {"tensor_core_rows", t.tensorCoreRows},
+                              {"tensor_cores_agree", t.tensorCoresAgree},
+                              {"lm_head_warp_group", t.lmHeadWarpGroup},
+                              {"chain_routes", routes},
+                              {"single_sequence", t.singleSequence},
+                              {"report", t.report},
+                              {"persistent_report", t.persistentReport}};
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    if (ec) return makeError("write_failed", file.string() + ": cannot create its folder (" + ec.message() + ")");
+    const std::filesystem::path tmp = file.string() + ".tmp" + std::to_string(std::rand());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << j.dump(1) << '\n';
+        out.flush();
+        if (!out) {
+            out.close();
+            std::filesystem::remove(tmp, ec);
+            return makeError("write_failed", file.string() + ": cannot write (disk full or read-only?)");
+        }
+    }
+    std::filesystem::rename(tmp, file, ec);
+    if (ec) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        return makeError("write_failed", file.string() + ": " + ec.message());
+    }
+    return {};
+}
+
+}  // namespace lector::runner
