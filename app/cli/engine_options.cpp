@@ -30,7 +30,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 8192)"},
         {"vision-images-per-step", "N", "hunyuan-ocr: images through the vision tower per engine step (default 8)"},
-        {"no-tuning-cache", "", "hunyuan-ocr on cuda: measure the runner's tuning at load even if an earlier start kept it"},
+        {"retune", "", "hunyuan-ocr on cuda: measure the runner's tuning at load again and keep it for later starts"},
         {"no-load-warmup", "", "on cuda: skip the warm-up pages at load (the first requests pay the first sights)"},
     };
 }
@@ -75,7 +75,7 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
         return "--runner expects auto, fused or reference, got '" + config.hunyuanRunner + "'";
     config.cudaGraphs = !args.has("no-cuda-graphs");
     if (args.has("no-load-warmup")) config.warmUpPages = 0;
-    if (args.has("no-tuning-cache")) config.tuningCache = false;
+    if (args.has("retune")) config.retune = true;
     config.persistentDecode = args.value("persistent-decode", "auto");
     if (config.persistentDecode != "auto" && config.persistentDecode != "on" && config.persistentDecode != "off")
         return "--persistent-decode expects auto, on or off, got '" + config.persistentDecode + "'";

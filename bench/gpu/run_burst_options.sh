@@ -8,7 +8,8 @@
 #   - warmup: the first page and the first 64-page burst after loading, with the warm-up pages at load
 #     and without them (--no-load-warmup), in turn, each in a fresh process.
 #   - load: the engine's load time with the runner's tuning measured (an empty cache folder), then kept from
-#     that start: one page alone, then 64 pages at once, each a fresh process.
+#     that start, then measured again and kept anew (--retune), then kept: one page alone each time, then
+#     64 pages at once, each a fresh process.
 # Same carry as run_serving.sh; results in $OUT/results.tar.gz (budget.md, warmup.md, load.md).
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -61,20 +62,23 @@ if section load; then
   export LECTOR_CACHE_DIR=/tmp/lector-cache; rm -rf "$LECTOR_CACHE_DIR"
   echo "| start | tuning | load ms | one page: vision / prefill / decode / total ms | 64 pages at once, pages/s |" > "$W/load.md"
   echo "|---|---|---|---|---|" >> "$W/load.md"
-  for run in measured kept kept-64; do
+  for run in measured kept retune kept-again kept-64; do
     f="$W/load_$run.txt"
     if [ "$run" = kept-64 ]; then
       LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 > "$f" 2>&1
     else
-      LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p001.ppm $H --warmup 1 --repeat 3 --no-throughput > "$f" 2>&1
+      flag=; [ "$run" = retune ] && flag=--retune
+      LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p001.ppm $H $flag --warmup 1 --repeat 3 --no-throughput > "$f" 2>&1
     fi
+    ls -l --time-style=+%T.%N "$LECTOR_CACHE_DIR" | tail -n +2 | cut -c1-140
     load=$(grep -o "loaded in [0-9]* ms" "$f" | grep -o "[0-9]*")
     tuning=$(grep -oE "tuning (measured in [0-9.]* ms|kept from an earlier start)" "$f" | head -1)
     page=$(awk '$1 ~ /^(vision|prefill|decode|total)$/ {printf "%s ", $2}' "$f")
     rate=$(grep -oE "[0-9.]+ images/s" "$f" | head -1)
     echo "| $run | ${tuning:--} | ${load:-failed} | ${page:--} | ${rate:--} |" | tee -a "$W/load.md"
   done
-  grep -h "decode step of\|single-sequence" "$W/load_measured.txt" "$W/load_kept.txt" | cut -c1-160
-  ls -l "$LECTOR_CACHE_DIR"
+  # The choices of the two measured starts (a count of 2: both chose alike) and what the kept starts logged.
+  grep -h "decode step of\|single-sequence" "$W/load_measured.txt" "$W/load_retune.txt" | cut -d'(' -f1 | sort | uniq -c
+  grep -h "tuning kept" "$W/load_kept-again.txt"
 fi
 step "done"

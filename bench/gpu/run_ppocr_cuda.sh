@@ -7,7 +7,8 @@
 #   - a cold pass (a fresh process, every receipt once, one at a time: the first sight of each shape), and
 #     the first receipt's stages against the rest, with the warm-up page at load and without it;
 #   - warm passes one at a time (latency per stage), then every receipt x 4 at once (throughput);
-# and scores each run's text with score.py. Carry gpu-data, .gpu-deps and models (bench/gpu/prepare_carry.sh).
+# and scores each run's text with score.py. ONLY=tests stops after the graph tests. Carry gpu-data, .gpu-deps
+# and models (bench/gpu/prepare_carry.sh).
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c 'import torch; print("torch", torch.__version__)'; } > "$W/machine.txt" 2>&1
@@ -28,6 +29,7 @@ for t in tst_onnx_ppocr tst_onnx_load tst_ocr_pipeline; do
   grep -E "^FAIL" -A3 "$W/$t.log" | head -8
 done
 grep -E "round|cuda fp16 det" "$W/tst_onnx_ppocr.log" | head -12
+[ "${ONLY:-}" = tests ] && { step "done"; exit 0; }
 
 # secs CMD...: wall seconds of CMD (stdout and stderr to $W/last.txt)
 secs() { local s; s=$(date +%s.%N); "$@" > "$W/last.txt" 2>&1; echo "exit $? $(python3 -c "import time;print(round(time.time()-$s,2))") s"; }

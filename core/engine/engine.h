@@ -107,8 +107,9 @@ struct EngineConfig {
     std::string persistentDecode = "auto";
     // The fused runner's load-time measurements (HunyuanOCR on CUDA, ~4-5 s on an H200) are kept in the
     // user's cache folder and taken again by the next start on the same card, driver, libtorch, build and
-    // model (core/runner/tuning_cache.h); false (or LECTOR_TUNING_CACHE=0) measures at every start.
-    bool tuningCache = true;
+    // model (core/runner/tuning_cache.h). retune measures them again and keeps the new ones (a tuning
+    // measured while the card was busy stays until then); LECTOR_TUNING_CACHE=0 neither takes nor keeps.
+    bool retune = false;
     // Pages run through the backend on the engine thread before the first request, so that the first
     // requests do not pay the first sights of the kernels, the libraries' per-thread handles and the
     // allocator (on the H200 HunyuanOCR's first page after loading took 255-299 ms without, 175 with, as a

@@ -68,14 +68,14 @@ Result<int> kvCacheTokens(const EngineConfig& config, const hy::TextConfig& t, a
 
 // The fused runner's load-time measurements (tuneLayouts: ~4-5 s of a ~9 s start on an H200), or those an
 // earlier start on the same card, driver, libtorch, build and model kept (core/runner/tuning_cache.h).
-// A missing, stale or unreadable file is measured over and rewritten; one that cannot be written only
-// costs the next start its measurements.
-void tuneRunner(runner::ModelRunner& r, bool useCache)
+// A missing, stale or unreadable file is measured over and rewritten, and so is a good one on retune;
+// one that cannot be written only costs the next start its measurements.
+void tuneRunner(runner::ModelRunner& r, bool retune)
 {
-    const std::string key = useCache && !envOff("LECTOR_TUNING_CACHE") ? r.tuningKey() : std::string();
+    const std::string key = envOff("LECTOR_TUNING_CACHE") ? std::string() : r.tuningKey();
     const std::filesystem::path file = key.empty() ? std::filesystem::path() : runner::tuningCacheFile(key);
     bool cached = false;
-    if (!file.empty()) {
+    if (!file.empty() && !retune) {
         auto kept = runner::readTuning(file, key);
         cached = kept.ok() && r.applyTuning(*kept);
         if (!kept.ok() && kept.error().code != "not_found")
@@ -87,7 +87,7 @@ void tuneRunner(runner::ModelRunner& r, bool useCache)
         if (line.rfind("decode step", 0) == 0) LECTOR_LOG_INFO("HunyuanOCR: " << line);  // chooseChainRoutes
     if (cached) {
         LECTOR_LOG_INFO("HunyuanOCR: tuning kept from an earlier start: " << file.string()
-                                                                          << " (LECTOR_TUNING_CACHE=0 measures it again)");
+                                                                          << " (--retune measures it again)");
         return;
     }
     LECTOR_LOG_INFO("HunyuanOCR: tuning measured in " << msSince(t0) << " ms");
@@ -173,7 +173,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         // after each graph (for comparison: the tokens must be the same).
         if (!envOff("LECTOR_GRAPH_SAMPLER"))
             backend->m_runner->attachSampler(*backend->m_sampler);
-        tuneRunner(*backend->m_runner, config.tuningCache);
+        tuneRunner(*backend->m_runner, config.retune);
         LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
         // Our kernels were validated on one GPU generation: where they disagree with the reference
