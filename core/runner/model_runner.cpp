@@ -623,7 +623,9 @@ std::string ModelRunner::tuningKey() const
         << "options: graphs " << o.cudaGraphs << ", max graph batch " << o.maxGraphBatch << ", graph context "
         << o.graphContextTokens << ", skinny " << o.skinnyRows << ", tensor cores " << o.tensorCoreRows << ", apart "
         << o.tensorCoreApart << ", persistent " << static_cast<int>(o.persistentDecode) << ", cluster attention up to "
-        << o.attentionClusterMaxBatch << ", chain tuning " << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on") << "\n";
+        << o.attentionClusterMaxBatch << ", chain tuning " << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on")
+        // (programmatic dependent launch changes every timing: a comparison without it tunes for itself)
+        << ", PDL " << (envOff("LECTOR_PDL") ? "off" : "on") << "\n";
     return key.str();
 }
 
