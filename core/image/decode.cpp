@@ -145,6 +145,8 @@ Result<void> checkHeader(ImageFormat format, std::span<const std::uint8_t> bytes
                     dims + " has a side longer than " + std::to_string(kMaxImageSide) + " pixels");
     if (format == ImageFormat::Jpeg && !jpegHasEndOfImage(bytes))
         return fail("decode_failed", name, "truncated JPEG data (no end-of-image marker)");
+    if (format == ImageFormat::Png && !pngHasEnd(bytes))
+        return fail("decode_failed", name, "truncated PNG data (no IEND chunk)");
     return {};
 }
 

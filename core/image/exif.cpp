@@ -312,6 +312,18 @@ bool resetTiffOrientation(std::vector<std::uint8_t>& tiff)
     return true;
 }
 
+bool pngHasEnd(Bytes b)
+{
+    constexpr size_t kSignature = 8, kChunkOverhead = 12;  // length, type, CRC
+    for (size_t i = kSignature; i + kChunkOverhead <= b.size();) {
+        const size_t len = be32(b.data() + i);
+        if (len > b.size() - i - kChunkOverhead) return false;  // this chunk runs past the end
+        if (std::memcmp(b.data() + i + 4, "IEND", 4) == 0) return true;
+        i += kChunkOverhead + len;
+    }
+    return false;
+}
+
 bool jpegHasEndOfImage(Bytes b)
 {
     if (b.size() < 4 || b[0] != 0xFF || b[1] != 0xD8) return false;

@@ -44,4 +44,9 @@ bool resetTiffOrientation(std::vector<std::uint8_t>& tiff);
 // libjpeg pads a truncated stream with grey and reports success, so truncation is checked here.
 bool jpegHasEndOfImage(std::span<const std::uint8_t> bytes);
 
+// True when a PNG stream's chunks are whole up to its IEND chunk. OpenCV's decoder reads to IEND and fails
+// on any cut (after libpng has printed its own complaint to stderr), so truncation is caught here first,
+// with a message of ours and nothing on stderr.
+bool pngHasEnd(std::span<const std::uint8_t> bytes);
+
 }  // namespace lector::image

@@ -390,13 +390,22 @@ LECTOR_TEST(rejectsTruncatedJpegAndPng)
         LECTOR_CHECK_EQ(r.error().code, std::string("decode_failed"));
         LECTOR_CHECK(r.error().message.find("cut.jpg") != std::string::npos);
     }
+    // A PNG cut anywhere past its header, even inside the IEND chunk's checksum, is named truncated (by
+    // our own check: libpng would also have printed its complaint on stderr).
     const Bytes png = encode(displayPicture(), ".png");
-    auto r = decodeImageBytes(Bytes(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2)), "cut.png");
-    LECTOR_CHECK_EQ(r.error().code, std::string("decode_failed"));
-    // A JPEG with trailing bytes after its end marker is fine.
+    for (const size_t keep : {png.size() - 1, png.size() - 12, png.size() / 2, size_t(40)}) {
+        auto r = decodeImageBytes(Bytes(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(keep)), "cut.png");
+        LECTOR_CHECK_MSG(!r.ok(), "kept " << keep);
+        LECTOR_CHECK_EQ(r.error().code, std::string("decode_failed"));
+        LECTOR_CHECK_MSG(r.error().message == "cut.png: truncated PNG data (no IEND chunk)", r.error().message);
+    }
+    // A JPEG or a PNG with trailing bytes after its end is fine.
     Bytes padded = jpeg;
     padded.insert(padded.end(), 100, 0);
     LECTOR_CHECK(decodeImageBytes(padded, "padded.jpg").ok());
+    Bytes paddedPng = png;
+    paddedPng.insert(paddedPng.end(), 100, 0);
+    LECTOR_CHECK(decodeImageBytes(paddedPng, "padded.png").ok());
 }
 
 LECTOR_TEST(refusesHugeImagesBeforeDecoding)
