@@ -12,7 +12,7 @@
 // (or the CMake target of the same name in CUDA builds). It first checks the kernel against the CPU
 // reference (2 layers of the real shapes, both dtypes; exit code 1 on a mismatch).
 //   bench_persistent_decode [--layers 24] [--reps 20]
-//   bench_persistent_decode --head-parallel [--layers 24]: the same check for the head-parallel kernels
+//   bench_persistent_decode --head-parallel [--layers 24] [--contexts 1,1076,...]: the same check for the head-parallel kernels
 //     (head_parallel_decode.cuh; contexts 1 to 4100), then the step's time in a CUDA graph beside the
 //     persistent kernel's.
 #include <cuda_bf16.h>
@@ -300,7 +300,7 @@ bool checkAgainstReference(Model& m, int context, Launch launch = &gpu::launchPe
 
 // --head-parallel: the head-parallel kernels (head_parallel_decode.cuh) checked against the same CPU
 // reference, then the step's time in a CUDA graph (as the runner replays it) beside the persistent kernel's.
-int headParallel(int layers)
+int headParallel(int layers, const std::vector<int>& contexts)
 {
     bool ok = true;
     std::printf("| check | error | |\n|---|---|---|\n");
@@ -325,7 +325,7 @@ int headParallel(int layers)
         Buffer* ws = m.alloc(size_t(gpu::headParallelWorkspace().total));
         gpu::PersistentDecodeParams hp = m.p;
         hp.workspace = ws->ptr;
-        for (int context : {1, 1076, 1345, 2100, 4096}) {
+        for (int context : contexts) {
             if (dtype == gpu::DType::BF16 && context != 1076) continue;
             setContext(m, context);
             const double bytes = m.weightBytes + 2.0 * layers * context * 8 * 128 * 2;
@@ -350,9 +350,25 @@ int main(int argc, char** argv)
     int layers = 24, reps = 20;
     for (int i = 1; i < argc; ++i)
         if (!std::strcmp(argv[i], "--head-parallel")) {
-            for (int j = 1; j + 1 < argc; ++j)
+            // --contexts A,B,...: the contexts timed (at most 4200; the check's contexts stay as they are)
+            std::vector<int> contexts{1, 1076, 1345, 2100, 4096};
+            for (int j = 1; j + 1 < argc; ++j) {
                 if (!std::strcmp(argv[j], "--layers")) layers = std::atoi(argv[j + 1]);
-            return headParallel(layers);
+                if (!std::strcmp(argv[j], "--contexts")) {
+                    contexts.clear();
+                    for (const char* c = argv[j + 1]; *c;) {
+                        char* end = nullptr;
+                        const long v = std::strtol(c, &end, 10);
+                        if (end == c || v < 1 || v > 4200) {
+                            std::fprintf(stderr, "--contexts: numbers from 1 to 4200, separated by commas\n");
+                            return 2;
+                        }
+                        contexts.push_back(static_cast<int>(v));
+                        c = *end == ',' ? end + 1 : end;
+                    }
+                }
+            }
+            return headParallel(layers, contexts);
         }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--layers")) layers = std::atoi(argv[i + 1]);
