@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int prefetched = min(keys, kHpPrefetchKeys);
 
     // Before the wait: qkv rows into registers (thread t: row t / 8, chunks j * 8 + t % 8; CTAs 0-7 the
-    // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the rotation, this warp's keys and
-    // values (groups of 8: warp, warp + 8), this thread's chunks of o (row t / 4, chunks j * 4 + t % 4).
+    // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the rotation, the partition's first
+    // keys and values, this thread's chunks of o (row t / 4, chunks j * 4 + t % 4).
     const int qRow = tid >> 3, qPart = tid & 7, oRow = tid >> 2, oPart = tid & 3;
     const int rowBase = rank < 8 ? kHeadOut * head + kQkvRowsCta * rank
                       : rank < 12 ? kHpQHeads * kHpHeadDim + kHpHeadDim * head + kQkvRowsCta * (rank - 8)
@@ -202,17 +202,21 @@ __global__ void __launch_bounds__(kThreads, 2)
         sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
         sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
     }
-    for (int g = warp; g * 8 < prefetched; g += kWarps)
+    // The partition's first keys, 16 chunks a row, spread over all the CTA's threads (key = i / 16 of
+    // chunk i = tid + 256 j): every thread's block-table loads are independent and in flight together.
+    // (A warp a group of 8 keys, as before, left warps 0-2 a second group at 65-84 keys a CTA, and the
+    // step ~17 us slower at a page's contexts: perf.md, call 184.)
+    constexpr int kPrefetchRounds = (kHpPrefetchKeys * 16 + kThreads - 1) / kThreads;
 #pragma unroll
-        for (int i = lane; i < 8 * 16; i += 32) {
-            const int key = g * 8 + i / 16, c = i % 16, t = first + key;
-            if (key >= prefetched) continue;
-            const T* k = t == newKey ? nullptr : cacheRow(keyCache, p, t, head);
-            if (c == 0) sm.keyLoaded[key] = k != nullptr;
-            if (!k) continue;
-            cpAsync16(sm.k + key * kKRow + c * 8, k + c * 8, true);
-            cpAsync16(sm.v + key * kHpHeadDim + c * 8, cacheRow(valueCache, p, t, head) + c * 8, true);
-        }
+    for (int j = 0; j < kPrefetchRounds; ++j) {
+        const int i = tid + j * kThreads, key = i / 16, c = i % 16, t = first + key;
+        if (key >= prefetched) break;
+        const T* k = t == newKey ? nullptr : cacheRow(keyCache, p, t, head);
+        if (c == 0) sm.keyLoaded[key] = k != nullptr;
+        if (!k) continue;
+        cpAsync16(sm.k + key * kKRow + c * 8, k + c * 8, true);
+        cpAsync16(sm.v + key * kHpHeadDim + c * 8, cacheRow(valueCache, p, t, head) + c * 8, true);
+    }
     cpAsyncCommit();
     {
         const T* src = oW + int64_t(kOutRowsCta * rank + oRow) * (kHpQHeads * kHpHeadDim) + kHeadOut * head;
