@@ -65,8 +65,9 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     if (auto e = args.intValue("threads", 0, 0, 1024, config.threads)) return e;
     if (config.threads == 0) config.threads = cores;
     if (auto e = args.intValue("kv-cache-tokens", 0, 16, 1 << 26, config.kvCacheTokens)) return e;
-    if (auto e = args.intValue("max-tokens-per-step", 8192, 1, 1 << 20, config.maxTokensPerStep)) return e;
-    if (auto e = args.intValue("vision-images-per-step", 8, 1, 256, config.maxVisionImagesPerStep)) return e;
+    // (without the option, EngineConfig's defaults stand)
+    if (auto e = args.intValue("max-tokens-per-step", config.maxTokensPerStep, 1, 1 << 20, config.maxTokensPerStep)) return e;
+    if (auto e = args.intValue("vision-images-per-step", config.maxVisionImagesPerStep, 1, 256, config.maxVisionImagesPerStep)) return e;
     float utilization = static_cast<float>(config.gpuMemoryUtilization);
     if (auto e = floatValue(args, "gpu-memory-utilization", utilization, 0.05f, 0.99f)) return e;
     config.gpuMemoryUtilization = utilization;

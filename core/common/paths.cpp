@@ -11,12 +11,7 @@
 namespace lector {
 namespace {
 
-std::filesystem::path executableDir()
-{
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::filesystem::path() : p.parent_path();
-}
+std::filesystem::path executableDir() { return executablePath().parent_path(); }
 
 std::filesystem::path firstExisting(std::initializer_list<std::filesystem::path> candidates)
 {
@@ -28,6 +23,25 @@ std::filesystem::path firstExisting(std::initializer_list<std::filesystem::path>
 }
 
 }  // namespace
+
+std::filesystem::path executablePath()
+{
+    std::error_code ec;
+    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::filesystem::path() : p;
+}
+
+std::filesystem::path cacheDir()
+{
+    auto set = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v && *v ? v : nullptr;
+    };
+    if (const char* d = set("LECTOR_CACHE_DIR")) return d;
+    if (const char* d = set("XDG_CACHE_HOME")) return std::filesystem::path(d) / "lector";
+    if (const char* d = set("HOME")) return std::filesystem::path(d) / ".cache" / "lector";
+    return {};
+}
 
 std::filesystem::path modelsDir()
 {

@@ -18,6 +18,7 @@
 
 #include "core/common/assert.h"
 #include "core/common/env.h"
+#include "core/common/paths.h"
 #include "core/model/hunyuan/prompt.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
@@ -352,6 +353,13 @@ const at::Tensor& ModelRunner::weightOf(Projection p, size_t l) const
     return p == kQkv ? w.qkvProj : p == kO ? w.oProj : p == kGateUp ? w.gateUpProj : w.downProj;
 }
 
+std::vector<at::Tensor> ModelRunner::transposedCopies(Projection p) const
+{
+    std::vector<at::Tensor> out;
+    for (size_t l = 0; l < m_decoder.layers().size(); ++l) out.push_back(weightOf(p, l).t().contiguous());
+    return out;
+}
+
 at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
                                      std::optional<at::ScalarType> outType) const
 {
@@ -561,9 +569,7 @@ std::vector<std::string> ModelRunner::tuneLayouts()
             m_lmHeadT = t0;
             continue;
         }
-        m_transposed[p].clear();
-        for (size_t l = 0; l < layers.size(); ++l)
-            m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
+        m_transposed[p] = transposedCopies(static_cast<Projection>(p));
     }
     chooseChainRoutes(report);
     choosePersistent(report);
@@ -598,9 +604,9 @@ std::string ModelRunner::tuningKey() const
     const at::Device device = m_decoder.device();
     if (!device.is_cuda()) return {};
     // This executable: our kernels and the runner's choices live in it (static libraries).
+    const std::filesystem::path exe = executablePath();
+    if (exe.empty()) return {};
     std::error_code ec;
-    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return {};
     const auto size = std::filesystem::file_size(exe, ec);
     if (ec) return {};
     const auto time = std::filesystem::last_write_time(exe, ec);
@@ -653,7 +659,6 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
         if (!keep) return false;
     }
 
-    const auto& layers = m_decoder.layers();
     for (int p = 0; p <= kNumProjections; ++p) {
         const auto i = static_cast<size_t>(p);
         m_skinnyRows[p] = t.skinnyRows[i];
@@ -663,10 +668,7 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
             m_lmHeadT = t.transposed[i] ? m_decoder.lmHead().t().contiguous() : at::Tensor();
             continue;
         }
-        m_transposed[p].clear();
-        if (t.transposed[i])
-            for (size_t l = 0; l < layers.size(); ++l)
-                m_transposed[p].push_back(weightOf(static_cast<Projection>(p), l).t().contiguous());
+        m_transposed[p] = t.transposed[i] ? transposedCopies(static_cast<Projection>(p)) : std::vector<at::Tensor>();
     }
     m_lmHeadWarpGroup = t.lmHeadWarpGroup;
     m_chainRoutes.clear();

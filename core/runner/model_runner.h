@@ -129,7 +129,7 @@ public:
     RunnerTuning tuning() const;
     // Everything those decisions depend on: the device (gpu::deviceFingerprint), libtorch's version, this
     // executable (path, size, time: a new build measures afresh), the model's shapes and dtype, the graph
-    // sizes the pool leaves room for, the options and LECTOR_CHAIN_TUNING. Empty where nothing is tuned
+    // sizes the pool leaves room for, the options, LECTOR_CHAIN_TUNING and LECTOR_PDL. Empty where nothing is tuned
     // (the CPU) or the executable cannot be told apart.
     std::string tuningKey() const;
     // Takes `t` instead of measuring. Returns false, changing nothing, where it does not fit this runner
@@ -170,6 +170,7 @@ private:
     // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
+    std::vector<at::Tensor> transposedCopies(Projection p) const;  // weightOf(p, l).t() of every layer, contiguous
     // The skinny GEMM engine of route(rows, which), or none (the matmul library).
     std::optional<gpu::SkinnyEngine> skinnyEngine(std::int64_t rows, int which) const;
     // Whether route(rows, which) puts the add + RMSNorm or SiLU-mul inside the skinny GEMM.

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <cstdlib>  // std::rand
 #include <fstream>
 #include <sstream>
 #include <system_error>
+
+#include "core/common/paths.h"
 
 namespace lector::runner {
 
@@ -26,14 +28,6 @@ std::string hashHex(const std::string& text)
     char out[17];
     std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
     return out;
-}
-
-std::filesystem::path cacheDir()
-{
-    if (const char* d = std::getenv("LECTOR_CACHE_DIR"); d && *d) return d;
-    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::filesystem::path(d) / "lector";
-    if (const char* d = std::getenv("HOME"); d && *d) return std::filesystem::path(d) / ".cache" / "lector";
-    return {};
 }
 
 template <class T, size_t N>

@@ -32,8 +32,8 @@ struct RunnerTuning {
     bool operator==(const RunnerTuning&) const = default;
 };
 
-// Where tunings live: $LECTOR_CACHE_DIR, else $XDG_CACHE_HOME/lector, else $HOME/.cache/lector, each
-// with "/tuning-<hash of key>.json"; empty when none of those is set.
+// Where tunings live: "tuning-<hash of key>.json" in the user's cache folder (lector::cacheDir(),
+// core/common/paths.h); empty when there is none.
 std::filesystem::path tuningCacheFile(const std::string& key);
 
 // Errors: "not_found" (no file), "stale" (made for another key: another card, driver, build or model),
