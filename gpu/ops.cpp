@@ -860,7 +860,7 @@ void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
                   const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
-                  const at::Tensor& presenceRows, const at::Tensor& scratch)
+                  const at::Tensor& presenceRows, const at::Tensor& scratch, const SampleAdvance* advance)
 {
     const char* op = "sampleTokens";
     const DType dtype = dtypeOf(logits, op, "logits");
@@ -924,6 +924,34 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
                 words = at::zeros({need}, logits.options().dtype(at::kLong));
             }
             p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
+        }
+    }
+    if (advance) {
+        const SampleAdvance& a = *advance;
+        checkAux(a.contextLens, logits, at::kInt, 1, op, "advance.contextLens");
+        checkAux(a.slots, logits, at::kLong, 1, op, "advance.slots");
+        checkAux(a.blockTable, logits, at::kInt, 2, op, "advance.blockTable");
+        TORCH_CHECK(a.positions.defined() && a.positions.device() == logits.device() &&
+                        a.positions.scalar_type() == at::kLong && a.positions.dim() == 2 &&
+                        a.positions.size(1) == numSeqs && a.positions.stride(1) == 1,
+                    op, ": advance.positions must be [axes, ", numSeqs, "] int64 with contiguous rows on ",
+                    logits.device(), ", got ", a.positions.sizes());
+        TORCH_CHECK(a.contextLens.size(0) == numSeqs && a.slots.size(0) == numSeqs && a.blockTable.size(0) == numSeqs &&
+                        a.blockTable.size(1) > 0,
+                    op, ": advance tensors must have ", numSeqs, " rows");
+        DecodeAdvance& d = p.advance;
+        d.contextLens = a.contextLens.data_ptr<int32_t>();
+        d.positions = a.positions.data_ptr<int64_t>();
+        d.positionsAxisStride = a.positions.size(0) > 1 ? a.positions.stride(0) : numSeqs;
+        d.numPosAxes = toInt(a.positions.size(0), op, "advance axes");
+        d.slots = a.slots.data_ptr<int64_t>();
+        d.blockTable = a.blockTable.data_ptr<int32_t>();
+        d.blockTableStride = a.blockTable.size(1);
+        d.offsets = offsets.data_ptr<int64_t>();
+        if (a.history.defined()) {
+            checkAux(a.history, logits, at::kLong, 1, op, "advance.history");
+            TORCH_CHECK(a.history.size(0) == numSeqs, op, ": advance.history must have ", numSeqs, " entries");
+            d.history = a.history.data_ptr<int64_t>();
         }
     }
     dispatch(logits, op, p, LECTOR_LAUNCHER(launchSampleTokens), &ref::sampleTokensRef);

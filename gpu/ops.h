@@ -208,10 +208,20 @@ private:
 // On CUDA a sequence's argmax is split over several CTAs (sampleTokensSlices), which meet in a scratch
 // of int64 words: pass one that starts as zeros and is kept across calls (the kernel leaves it zero
 // again; sampleScratchWords(numSeqs, vocab) words at least), or none and each call allocates one.
+//
+// With advance (decode graphs of several steps: sample_tokens.cuh's DecodeAdvance), each sequence's inputs
+// for its next decode step move on in place once its token is chosen: contextLens [numSeqs] int32,
+// positions [numPosAxes, numSeqs] int64 (rows of any stride), slots [numSeqs] int64 and the draw counters
+// (offsets, written) by one, the slot from blockTable [numSeqs, width] int32; history ([numSeqs] int64,
+// optional) keeps the tokens.
+struct SampleAdvance {
+    at::Tensor contextLens, positions, slots, blockTable, history;
+};
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
                   const at::Tensor& seeds, const at::Tensor& offsets, bool updatePresence,
-                  const at::Tensor& presenceRows = at::Tensor(), const at::Tensor& scratch = at::Tensor());
+                  const at::Tensor& presenceRows = at::Tensor(), const at::Tensor& scratch = at::Tensor(),
+                  const SampleAdvance* advance = nullptr);
 // Scratch words sampleTokens needs for numSeqs sequences of `vocab` logits on CUDA.
 int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab);
 

@@ -28,6 +28,7 @@ std::vector<OptionSpec> engineOptionSpecs()
         {"runner", "NAME", "hunyuan-ocr decoder: auto (fused kernels + CUDA graphs on cuda, reference on cpu), fused (on cpu: scalar kernel references, for tests), reference"},
         {"no-cuda-graphs", "", "hunyuan-ocr on cuda: run decode steps eagerly (for comparison)"},
         {"persistent-decode", "MODE", "hunyuan-ocr on cuda: single-sequence decode steps as one persistent kernel: auto (where it measures faster at load, default), on, off"},
+        {"decode-graph-steps", "N", "hunyuan-ocr: decode steps of a lone request per CUDA graph replay (default 8, 1 = one a replay)"},
         {"max-tokens-per-step", "N", "hunyuan-ocr: prefill + decode tokens per engine step (default 8192)"},
         {"vision-images-per-step", "N", "hunyuan-ocr: images through the vision tower per engine step (default 8)"},
         {"retune", "", "hunyuan-ocr on cuda: measure the runner's tuning at load again and keep it for later starts"},
@@ -68,6 +69,7 @@ std::optional<std::string> engineConfigFromArgs(const Args& args, engine::Engine
     // (without the option, EngineConfig's defaults stand)
     if (auto e = args.intValue("max-tokens-per-step", config.maxTokensPerStep, 1, 1 << 20, config.maxTokensPerStep)) return e;
     if (auto e = args.intValue("vision-images-per-step", config.maxVisionImagesPerStep, 1, 256, config.maxVisionImagesPerStep)) return e;
+    if (auto e = args.intValue("decode-graph-steps", config.decodeGraphSteps, 1, 64, config.decodeGraphSteps)) return e;
     float utilization = static_cast<float>(config.gpuMemoryUtilization);
     if (auto e = floatValue(args, "gpu-memory-utilization", utilization, 0.05f, 0.99f)) return e;
     config.gpuMemoryUtilization = utilization;

@@ -139,6 +139,28 @@ diagnostics() {
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
+# One decode step a graph replay (--decode-graph-steps 1) against the default launches of 8 above; then the
+# text of one page both ways, forced to 256 tokens and with its stop ids and repeat guard (up to 600
+# tokens: a stop inside a launch drops the steps after it): the same kernels, so the same text.
+timeout 60 $CLI bench /tmp/pages/p000.ppm $H --decode-graph-steps 1 --warmup 1 --repeat 10 --no-throughput 2>&1 \
+  | grep -E "^(decode|per_token|total)" | sed 's/^/one decode step a replay: /' | tee -a "$W/latency.txt"
+for n in 1 8; do
+  timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --decode-graph-steps $n --format jsonl > "$W/steps_forced_$n.jsonl" 2>&1
+  timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} --decode-graph-steps $n \
+    --format jsonl > "$W/steps_stops_$n.jsonl" 2>&1
+done
+python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
+import json, sys
+w = sys.argv[1]
+for kind in ("forced", "stops"):
+    def page(n):
+        rows = [json.loads(l) for l in open("%s/steps_%s_%d.jsonl" % (w, kind, n)) if l.strip().startswith("{")]
+        return rows[0] if rows else {}
+    a, b = page(1), page(8)
+    ta, tb = a.get("text"), b.get("text")
+    same = ta is not None and ta == tb and a.get("tokens") == b.get("tokens")
+    print("decode graph steps 1 vs 8 (%s): %s; tokens %s / %s" % (kind, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
+PY
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(vision|total)" | sed 's/^/vision attention by SDPA: /' | tee -a "$W/latency.txt"

@@ -105,6 +105,11 @@ struct EngineConfig {
     // Single-sequence decode steps of the fused runner as one persistent kernel (sm_90): "auto" where it
     // measures faster than the kernel chain at load, "on", "off" (core/runner/model_runner.h).
     std::string persistentDecode = "auto";
+    // Decode steps of a lone sequence one CUDA graph replay runs back to back, its inputs moved on by the
+    // sampler on the device (runner::RunnerOptions::decodeGraphSteps); 1: a replay a step. Taken when no
+    // other request is running or waiting and the length limit is that many tokens away; a stop token
+    // inside a launch drops the steps after it (the result waits for them: at most this many steps).
+    int decodeGraphSteps = 8;
     // The fused runner's load-time measurements (HunyuanOCR on CUDA, ~4-5 s on an H200) are kept in the
     // user's cache folder and taken again by the next start on the same card, driver, libtorch, build and
     // model (core/runner/tuning_cache.h). retune measures them again and keeps the new ones (a tuning

@@ -167,6 +167,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         ro.cudaGraphs = config.cudaGraphs;
         using P = runner::RunnerOptions::Persistent;
         ro.persistentDecode = config.persistentDecode == "on" ? P::Always : config.persistentDecode == "off" ? P::Never : P::Auto;
+        ro.decodeGraphSteps = std::max(1, config.decodeGraphSteps);
         backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
         backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         // Decode graphs draw their tokens themselves; LECTOR_GRAPH_SAMPLER=0 leaves that to a kernel
@@ -275,6 +276,7 @@ struct HunyuanBackend::Launched {
     std::vector<std::int64_t> deviceRows;  // indices into ids drawn on the device, in the sampler's row order
     runner::PendingTokens device;
     bool chainable = false;            // decode-only and every token drawn on the device
+    int steps = 1;                     // tokens each sequence draws (several: one sequence, launchSteps)
 };
 
 HunyuanBackend::~HunyuanBackend() = default;
@@ -394,7 +396,7 @@ void HunyuanBackend::step()
             // in-flight tokens while the GPU runs it: the host's work hides behind the device's.
             auto next = std::make_unique<Launched>(launchChunks(plan.chunks, m_inflight.get()));
             std::unique_ptr<Launched> previous = std::move(m_inflight);
-            completeProvisionally(*next, /*ahead=*/1);
+            completeProvisionally(*next, /*ahead=*/previous->steps);
             m_inflight = std::move(next);
             ++m_overlappedSteps;
             acceptTokens(*previous, nullptr);
@@ -447,14 +449,46 @@ void HunyuanBackend::completeProvisionally(const Launched& launched, int ahead)
 {
     // One token each; finished only where the length limit ends the sequence with this token (a stop id
     // or the repeat guard shows up when the tokens are applied, and that sequence is let go then).
-    std::vector<SeqOutcome> outcomes;
-    for (SeqId id : launched.ids) {
-        const Sequence& seq = *m_seqs.at(id);
-        const int maxNew = std::max(1, seq.state->request().sampling.maxNewTokens);
-        const auto generated = static_cast<int>(seq.loop->result().ids.size()) + ahead + 1;
-        outcomes.push_back({id, true, generated >= maxNew});
+    for (int k = 0; k < launched.steps; ++k) {
+        if (k > 0) {
+            // The launch's next step, as the scheduler plans it: its slot is among those launchSteps
+            // reserved, and nothing else is running or waiting.
+            const StepPlan plan = m_scheduler->schedule();
+            LECTOR_ASSERT(plan.chunks.size() == 1 && plan.chunks[0].id == launched.ids.at(0) && plan.chunks[0].isDecode &&
+                          plan.vision.empty() && plan.preempted.empty() && plan.outOfMemory.empty());
+        }
+        std::vector<SeqOutcome> outcomes;
+        for (SeqId id : launched.ids) {
+            const Sequence& seq = *m_seqs.at(id);
+            const int maxNew = std::max(1, seq.state->request().sampling.maxNewTokens);
+            const auto generated = static_cast<int>(seq.loop->result().ids.size()) + ahead + k + 1;
+            outcomes.push_back({id, true, generated >= maxNew});
+        }
+        m_scheduler->completeStep(outcomes);
     }
-    m_scheduler->completeStep(outcomes);
+}
+
+std::optional<HunyuanBackend::Launched> HunyuanBackend::launchSteps(const StepChunk& chunk, runner::RunnerStep& step,
+                                                                     int ahead)
+{
+    if (m_scheduler->numWaiting() > 0 || m_scheduler->numRunning() != 1 || !chunk.isDecode) return std::nullopt;
+    const int steps = m_runner->decodeStepsFor(step);
+    if (steps <= 1) return std::nullopt;
+    Sequence& seq = *m_seqs.at(chunk.id);
+    const int maxNew = std::max(1, seq.state->request().sampling.maxNewTokens);
+    // The steps' last token must not pass the length limit (the last few tokens go one step at a time).
+    if (static_cast<int>(seq.loop->result().ids.size()) + ahead + steps > maxNew) return std::nullopt;
+    const std::optional<runner::DeviceSampling> draw = deviceSampling(chunk.id, /*freshPrefill=*/false, ahead);
+    if (!draw || !m_scheduler->reserveAhead(chunk.id, chunk.start + steps)) return std::nullopt;
+    step.seqs[0].blocks = m_scheduler->blocks(chunk.id);
+    Launched out;
+    out.ids = {chunk.id};
+    out.hostTokens = {-1};
+    out.deviceRows = {0};
+    out.device = m_runner->runSampledSteps(step, {*draw});
+    out.chainable = true;
+    out.steps = steps;
+    return out;
 }
 
 void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
@@ -666,10 +700,12 @@ HunyuanBackend::Launched HunyuanBackend::launchChunks(const std::vector<StepChun
         }
     }
     const at::Tensor deviceIds = feed ? feed->device.onDevice() : at::Tensor();
-    const int ahead = feed ? 1 : 0;
+    const int ahead = feed ? feed->steps : 0;
     if (m_runner && decodeOnly) {
-        // A graphed decode step draws its tokens inside the graph when every sequence draws on the device.
         runner::RunnerStep step = fusedStep(chunks, deviceIds);
+        if (chunks.size() == 1)
+            if (std::optional<Launched> run = launchSteps(chunks[0], step, ahead)) return std::move(*run);
+        // A graphed decode step draws its tokens inside the graph when every sequence draws on the device.
         if (m_runner->samplesInGraph(step)) {
             std::vector<runner::DeviceSampling> sampling;
             for (SeqId id : sampleIds)
@@ -700,8 +736,11 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
     std::vector<int> next = launched.hostTokens;
     if (!launched.deviceRows.empty()) {
         const std::vector<std::int64_t> tokens = launched.device.get();  // waits for this step alone
-        for (size_t j = 0; j < tokens.size(); ++j) next[static_cast<size_t>(launched.deviceRows[j])] = static_cast<int>(tokens[j]);
+        if (launched.steps > 1) next.assign(tokens.begin(), tokens.end());  // one sequence's steps, in order
+        else
+            for (size_t j = 0; j < tokens.size(); ++j) next[static_cast<size_t>(launched.deviceRows[j])] = static_cast<int>(tokens[j]);
     }
+    LECTOR_ASSERT(launched.steps == 1 || (launched.ids.size() == 1 && !outcomes));
     const auto now = Clock::now();
     for (size_t k = 0; k < launched.ids.size(); ++k) {
         const SeqId id = launched.ids[k];
@@ -722,18 +761,22 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
             }
             return !state.cancelled();
         };
-        if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
-            seq.prefillMs = msBetween(seq.prefillStart, now);
-            seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
-        } else {
-            // Decode time is what the user waits between tokens, scheduling and host work included.
-            seq.decodeMs += msBetween(seq.lastTokenAt, now);
-            ++seq.loop->result().timings.numDecodeSteps;
+        // A launch of several steps applies its tokens in order; those after a stop are dropped.
+        for (int t = 0; t < launched.steps; ++t) {
+            if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
+                seq.prefillMs = msBetween(seq.prefillStart, now);
+                seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
+            } else {
+                // Decode time is what the user waits between tokens, scheduling and host work included.
+                seq.decodeMs += msBetween(seq.lastTokenAt, now);
+                ++seq.loop->result().timings.numDecodeSteps;
+            }
+            seq.lastTokenAt = now;
+            const bool done = seq.loop->accept(next[k + static_cast<size_t>(t)], onToken);
+            if (outcomes) outcomes->push_back({id, true, done});
+            else if (done) finishSequence(id);
+            if (done) break;
         }
-        seq.lastTokenAt = now;
-        const bool done = seq.loop->accept(next[k], onToken);
-        if (outcomes) outcomes->push_back({id, true, done});
-        else if (done) finishSequence(id);
     }
 }
 

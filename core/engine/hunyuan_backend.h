@@ -66,8 +66,13 @@ private:
     // then it can be queued before the in-flight tokens reach the host.
     bool chainsOntoInflight(const StepPlan& plan) const;
     // Completes a launched decode-only step in the scheduler before its tokens are known: one token
-    // each, finished where the length limit ends the sequence. ahead: as for launchSample().
+    // each, finished where the length limit ends the sequence. ahead: as for launchSample(). A launch of
+    // several steps (one sequence: launchSteps) completes as that many scheduler rounds.
     void completeProvisionally(const Launched& launched, int ahead);
+    // A lone decoding sequence's next decode steps in one launch (ModelRunner::runSampledSteps), where
+    // the runner takes several, nothing waits to join the batch, the sequence has that many tokens left
+    // to draw before its length limit and the pool's free blocks hold their slots; else nullopt.
+    std::optional<Launched> launchSteps(const StepChunk& chunk, runner::RunnerStep& step, int ahead);
     // A step for the fused runner (deviceTokenIds: its decode ids on the device, or undefined).
     runner::RunnerStep fusedStep(const std::vector<StepChunk>& chunks, const at::Tensor& deviceTokenIds);
     // The forward of a step through the reference decoder and the paged KV view: logits [sampled chunks,
@@ -101,7 +106,8 @@ private:
     // A decode-only step whose tokens have not been read yet (fused runner, every token drawn on the
     // device). The scheduler has completed it provisionally (one token each, finished only where the
     // length limit says so), so the next step can be planned and queued behind it; its tokens are applied
-    // right after that. A sequence that stops early leaves one wasted row in the chained step.
+    // right after that. A sequence that stops early leaves one wasted row in the chained step (and, in a
+    // launch of several steps, the steps after its stop: the result is ready when the launch is).
     std::unique_ptr<Launched> m_inflight;
     long long m_overlappedSteps = 0;
     StepTimes m_visionSteps, m_prefillSteps, m_decodeSteps;  // EngineStats' step times

@@ -64,6 +64,13 @@ StepPlan Scheduler::schedule()
     return plan;
 }
 
+bool Scheduler::reserveAhead(SeqId id, std::int64_t tokens)
+{
+    auto it = m_seqs.find(id);
+    if (it == m_seqs.end() || std::find(m_running.begin(), m_running.end(), id) == m_running.end()) return false;
+    return it->second.table.reserve(m_pool, tokens);  // all or nothing
+}
+
 void Scheduler::visionDone(const std::vector<SeqId>& ids)
 {
     for (SeqId id : ids) {

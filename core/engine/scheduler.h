@@ -87,6 +87,12 @@ public:
     void cancel(SeqId id);
 
     StepPlan schedule();
+    // Grows a running sequence's block table to hold `tokens` tokens from free blocks alone (no
+    // preemption), so that the backend can run its next decode steps in one launch (a decode graph of
+    // several steps); each of those steps is still one schedule() / completeStep() round, which then
+    // finds its slot reserved. False, changing nothing, when the free blocks do not suffice or `id` is
+    // not running.
+    bool reserveAhead(SeqId id, std::int64_t tokens);
     // Vision done for these sequences (they become eligible for prefill).
     void visionDone(const std::vector<SeqId>& ids);
     // Applies the outcomes of the last plan: advances computed tokens of every scheduled chunk, counts

@@ -84,7 +84,7 @@ std::int64_t DeviceSampler::scratchWords(std::int64_t rows) const
 }
 
 void DeviceSampler::launch(const at::Tensor& tokens, const at::Tensor& logits, const at::Tensor& packed,
-                           const at::Tensor& scratch) const
+                           const at::Tensor& scratch, const gpu::SampleAdvance* advance) const
 {
     const std::int64_t S = logits.size(0);
     LECTOR_ASSERT(logits.dim() == 2 && logits.size(1) == m_vocab && packed.numel() == packedBytes(S));
@@ -93,16 +93,16 @@ void DeviceSampler::launch(const at::Tensor& tokens, const at::Tensor& logits, c
     const at::Tensor topK = packed.narrow(0, 32 * S, 4 * S).view(at::kInt);
     gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
                       d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S),
-                      scratch);
+                      scratch, advance);
 }
 
-PendingTokens DeviceSampler::copyToHost(const at::Tensor& tokens)
+PendingTokens DeviceSampler::copyToHost(const at::Tensor& tokens, const at::Tensor& next)
 {
     PendingTokens out;
     out.m_host = at::empty({tokens.numel()}, at::TensorOptions().dtype(at::kLong).pinned_memory(tokens.is_cuda()));
-    out.m_host.copy_(tokens, /*non_blocking=*/true);
+    out.m_host.copy_(tokens.reshape({-1}), /*non_blocking=*/true);
     out.m_ready.record(tokens.device());
-    out.m_device = tokens;
+    out.m_device = next.defined() ? next : tokens;
     return out;
 }
 

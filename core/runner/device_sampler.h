@@ -16,6 +16,10 @@
 
 #include "gpu/device.h"
 
+namespace lector::gpu {
+struct SampleAdvance;  // gpu/ops.h
+}
+
 namespace lector::runner {
 
 struct DeviceSampling {
@@ -32,7 +36,7 @@ struct DeviceSampling {
 class PendingTokens {
 public:
     // [S] int64 on the sampler's device: the next decode step can read its input ids from here before
-    // the host has them.
+    // the host has them (a decode graph of several steps: the last step's ids).
     const at::Tensor& onDevice() const { return m_device; }
     // Blocks until the copy has landed; the ids in params order.
     std::vector<std::int64_t> get();
@@ -69,11 +73,13 @@ public:
     void pack(const std::vector<DeviceSampling>& params, std::int64_t rows, std::uint8_t* dst) const;
     // Queues the kernel: tokens [S] int64 from logits [S, vocab] float32 with packed [packedBytes(S)]
     // uint8 parameters on the device; scratch: int64 zeros of sampleScratchWords(S) words, kept zero.
+    // advance: the decode inputs each sequence's draw moves on (gpu::SampleAdvance), or null.
     void launch(const at::Tensor& tokens, const at::Tensor& logits, const at::Tensor& packed,
-                const at::Tensor& scratch) const;
-    // Queues the copy of tokens [S] int64 (on the device) to the host. onDevice() of the result is
-    // `tokens` itself.
-    static PendingTokens copyToHost(const at::Tensor& tokens);
+                const at::Tensor& scratch, const gpu::SampleAdvance* advance = nullptr) const;
+    // Queues the copy of tokens (int64, on the device) to the host. onDevice() of the result is `next`
+    // where given (the ids the next step reads: a decode graph of several steps copies all its steps'
+    // tokens but feeds on the last), else `tokens` itself.
+    static PendingTokens copyToHost(const at::Tensor& tokens, const at::Tensor& next = at::Tensor());
     // The scratch words launch() needs for `rows` rows on this sampler's device (0 on the CPU).
     std::int64_t scratchWords(std::int64_t rows) const;
 

@@ -987,6 +987,29 @@ int ModelRunner::captureGraphs()
             m_longContextGraph = captured(false);
             m_longContextFrom = m_persistent->prefetchedContext();
         }
+        // Several steps of one sequence a replay: the sampler moves the inputs on between them (the
+        // persistent decoders start their first kernel without PDL, after the sampler is done, and read
+        // the inputs from there on). The dummy row's slot -1 keeps it from moving in the warm-up.
+        const int steps = m_options.decodeGraphSteps;
+        if (b == 1 && persistent && m_sampler && steps > 1) {
+            m_stepTokens = at::zeros({steps}, at::TensorOptions().dtype(at::kLong).device(device));
+            auto graph = std::make_unique<DecodeGraph>();
+            gpu::SampleAdvance advance{meta.contextLens, meta.positions, meta.slots, meta.blockTable, at::Tensor()};
+            auto body = [&] {
+                for (int k = 0; k < steps; ++k) {
+                    graph->logits = runPersistent(meta);
+                    advance.history = m_stepTokens.narrow(0, k, 1);
+                    m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(1)),
+                                      &advance);
+                }
+            };
+            body();
+            graph->graph.capture(device, body, pool);
+            // One replay of the dummy now: the load's warm-up pages are too short to take this graph, and
+            // a graph's first launch also uploads it, which the first request would pay.
+            graph->graph.replay();
+            m_stepsGraph = std::move(graph);
+        }
     }
     useEagerAttention();
     return static_cast<int>(m_graphs.size());
@@ -1033,7 +1056,49 @@ PendingTokens ModelRunner::runSampled(const RunnerStep& step, const std::vector<
     return DeviceSampler::copyToHost(graphInput(0, static_cast<std::int64_t>(step.seqs.size()), at::kLong));
 }
 
-at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling)
+int ModelRunner::decodeStepsFor(const RunnerStep& step) const
+{
+    const int steps = m_options.decodeGraphSteps;
+    if (steps <= 1 || !m_sampler || step.seqs.size() != 1 || step.promptEmbeds.defined()) return 1;
+    const RunnerSequence& s = step.seqs[0];
+    if (s.numNew != 1 || !s.sample) return 1;
+    if (m_decoder.device().is_cpu()) return steps;  // runSampledSteps runs them one by one
+    if (!m_stepsGraph || !graphable(step)) return 1;
+    // Every step inside the graph's contexts, and none where graph 1 hands over to the chain's graph.
+    const std::int64_t last = s.past + steps;  // the last step's context
+    if (last > m_options.graphContextTokens || (m_longContextGraph && last > m_longContextFrom)) return 1;
+    return steps;
+}
+
+PendingTokens ModelRunner::runSampledSteps(const RunnerStep& step, const std::vector<DeviceSampling>& sampling)
+{
+    c10::InferenceMode inference;
+    const int steps = decodeStepsFor(step);
+    LECTOR_ASSERT(steps > 1 && sampling.size() == 1);
+    const RunnerSequence& seq = step.seqs[0];
+    LECTOR_ASSERT(static_cast<std::int64_t>(seq.blocks.size()) * m_kv.blockSize() >= seq.past + steps);
+    if (m_stepsGraph) {
+        (void)runGraph(step, &sampling, steps);
+        return DeviceSampler::copyToHost(m_stepTokens, graphInput(0, 1, at::kLong));
+    }
+    // The CPU: the same steps one after another, each fed the token the one before drew.
+    LECTOR_ASSERT(m_decoder.device().is_cpu());
+    at::Tensor tokens = at::empty({steps}, at::TensorOptions().dtype(at::kLong));
+    RunnerStep one = step;
+    std::vector<DeviceSampling> draw = sampling;
+    for (int k = 0; k < steps; ++k) {
+        const std::vector<std::int64_t> t = m_sampler->sample(run(one), draw);
+        tokens[k] = t.at(0);
+        one.tokenIds = {t[0]};
+        one.deviceTokenIds = at::Tensor();
+        for (std::int64_t& p : one.positions) ++p;
+        ++one.seqs[0].past;
+        ++draw[0].offset;
+    }
+    return DeviceSampler::copyToHost(tokens, tokens.narrow(0, steps - 1, 1));
+}
+
+at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling, int steps)
 {
     const auto batch = static_cast<int>(step.seqs.size());
     auto it = m_graphs.lower_bound(batch);
@@ -1062,8 +1127,10 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         slots[i] = real ? static_cast<std::int64_t>(s->blocks[static_cast<size_t>(s->past / bs)]) * bs + s->past % bs : -1;
         lens[i] = real ? static_cast<std::int32_t>(s->past + 1) : 1;
         if (real) {
-            LECTOR_ASSERT(static_cast<std::int64_t>(s->blocks.size()) * bs > s->past);
-            std::copy(s->blocks.begin(), s->blocks.begin() + s->past / bs + 1, table + i * maxBlocks);
+            // Through the last step's token: a graph of several steps finds its slots here.
+            const std::int64_t last = s->past + steps - 1;
+            LECTOR_ASSERT(static_cast<std::int64_t>(s->blocks.size()) * bs > last);
+            std::copy(s->blocks.begin(), s->blocks.begin() + last / bs + 1, table + i * maxBlocks);
         } else {
             table[i * maxBlocks] = 0;
         }
@@ -1077,7 +1144,9 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
         graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
-    DecodeGraph& graph = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom ? *m_longContextGraph : *it->second;
+    DecodeGraph& graph = steps > 1                                                                  ? *m_stepsGraph
+                         : b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom ? *m_longContextGraph
+                                                                                                      : *it->second;
     graph.graph.replay();
     return graph.logits.narrow(0, 0, batch);
 }

@@ -65,6 +65,12 @@ struct RunnerOptions {
     // where the device runs it (sm_90); 0: the split-K ticket everywhere. One sequence is 128 CTAs of 4
     // warps and about 200 registers each, about one per SM of an H200 (measured only at one sequence).
     int attentionClusterMaxBatch = 1;
+    // Decode steps of a single sequence that one replay runs back to back (runSampledSteps): the sampler
+    // inside the graph moves each step's inputs on for the next (gpu::SampleAdvance), so the steps between
+    // share one input copy, one graph launch and one copy of their tokens out (~13 us a step: docs/perf.md,
+    // calls 182-183). 1: one step a replay. Captured for the persistent decoders' graph of one sequence
+    // (with a sampler attached); on the CPU the steps run one after another (tests).
+    int decodeGraphSteps = 8;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
@@ -111,6 +117,15 @@ public:
     // input, valid until the next replay; feed it to the next step as deviceTokenIds and that step
     // copies nothing for its ids.
     PendingTokens runSampled(const RunnerStep& step, const std::vector<DeviceSampling>& sampling);
+    // How many decode steps runSampledSteps() takes for this step of one sequence at once: options'
+    // decodeGraphSteps where its graph was captured and every step stays within the graph's contexts
+    // (and, on the CPU, wherever a sampler is attached), else 1.
+    int decodeStepsFor(const RunnerStep& step) const;
+    // decodeStepsFor(step) decode steps of step's one sequence, each token drawn on the device and fed to
+    // the next step: the block table of step.seqs[0] must cover past + steps tokens (the slots of them
+    // all). The tokens, in order, on their way to the host; their onDevice() is the last one, which the
+    // next step may read as deviceTokenIds, as after runSampled().
+    PendingTokens runSampledSteps(const RunnerStep& step, const std::vector<DeviceSampling>& sampling);
     // For each projection (qkv, o, gate/up, down, LM head): keeps the weight as stored ([out, in],
     // at::linear) or a transposed copy ([in, out], at::mm), whichever the device's matmul library runs
     // faster at 1 and 32 decode rows (cuBLAS picks very different kernels for the two: 10 vs 5 us for
@@ -196,7 +211,8 @@ private:
     void useEagerAttention();           // ... and for eager steps (automatic)
     // sampling: the draws of a runSampled() step, or null (with a sampler attached, the graph then draws
     // only into its spare row).
-    at::Tensor runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling);
+    // steps > 1: m_stepsGraph, with the block table through the last step's token.
+    at::Tensor runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling, int steps = 1);
 
     const model::hunyuan::TextDecoder& m_decoder;
     PagedKvStorage& m_kv;
@@ -241,6 +257,10 @@ private:
     // context (the head-parallel kernels): runGraph() takes it for longer contexts. Same inputs as graph 1.
     std::unique_ptr<DecodeGraph> m_longContextGraph;
     std::int64_t m_longContextFrom = 0;  // contexts (keys, the new one included) above this take it
+    // Graph 1's step options.decodeGraphSteps times over (m_persistent's decoder, the sampler advancing
+    // the inputs), same inputs; the steps' tokens land in m_stepTokens [steps] int64.
+    std::unique_ptr<DecodeGraph> m_stepsGraph;
+    at::Tensor m_stepTokens;
 };
 
 // The decoder's weights and kv's caches as gpu::PersistentDecoder reads them (in place, no copies), with

@@ -19,6 +19,39 @@
 
 namespace lector::gpu {
 
+// Optional, for decode steps replayed back to back from one CUDA graph (core/runner/model_runner.h):
+// once sequence s's token is chosen, its inputs for its next decode step are made ready on the device,
+// the way the host would have written them: the token is also stored in history[s]; the context length,
+// every position axis and the draw counter move on by one; the next token's cache slot comes from s's
+// block table (-1 where the table has no block for it: the next step writes no K/V). A row whose slot is
+// negative (a graph's padding row: one key of block 0, nothing written) keeps its inputs. Every pointer
+// but history is required when contextLens is set.
+struct DecodeAdvance {
+    int32_t* contextLens = nullptr;       // [numSeqs]: keys the step attended (its own included); +1
+    int64_t* positions = nullptr;         // [numPosAxes][positionsAxisStride]; every axis +1
+    int64_t positionsAxisStride = 0;
+    int numPosAxes = 0;
+    int64_t* slots = nullptr;             // [numSeqs]: the next step's cache slot
+    const int32_t* blockTable = nullptr;  // [numSeqs][blockTableStride] block ids
+    int64_t blockTableStride = 0;         // entries a row holds (the table's width)
+    int64_t* offsets = nullptr;           // [numSeqs] draw counters (the params' offsets); +1
+    int64_t* history = nullptr;           // [numSeqs] or nullptr: this step's tokens, kept
+};
+
+// Sequence s's inputs after it drew `token` (DecodeAdvance). The kernel and the CPU reference both call it.
+LECTOR_HD inline void advanceDecodeRow(const DecodeAdvance& a, int s, int64_t token)
+{
+    if (a.history) a.history[s] = token;
+    if (a.slots[s] < 0) return;
+    const int32_t next = a.contextLens[s];  // the sequence index of the token just drawn
+    a.contextLens[s] = next + 1;
+    for (int axis = 0; axis < a.numPosAxes; ++axis) a.positions[axis * a.positionsAxisStride + s] += 1;
+    const int64_t entry = next / kKvBlockSize;
+    const int32_t block = entry < a.blockTableStride ? a.blockTable[s * a.blockTableStride + entry] : -1;
+    a.slots[s] = block < 0 ? -1 : int64_t(block) * kKvBlockSize + next % kKvBlockSize;
+    a.offsets[s] += 1;
+}
+
 struct SampleTokensParams {
     DType dtype = DType::F32;             // of logits
     const void* logits = nullptr;         // [numSeqs, vocabSize], logitsStride
@@ -42,6 +75,7 @@ struct SampleTokensParams {
     // launch over this vocabulary.
     int slices = 1;
     unsigned long long* scratch = nullptr;
+    DecodeAdvance advance;                // contextLens == nullptr: none
 };
 
 // Tokens per CTA pass of the sampling kernel (512 threads x 8) and CTAs aimed for across the GPU (two

@@ -71,6 +71,7 @@ void sampleTokensRef(const SampleTokensParams& p)
         }
         p.outTokens[s] = token;
         if (present && p.updatePresence) present[token] = 1;
+        if (p.advance.contextLens) advanceDecodeRow(p.advance, s, token);
     }
 }
 

@@ -232,6 +232,88 @@ LECTOR_TEST(vocabularySplitLeavesNoSliceEmpty)
     }
 }
 
+// Decode inputs of the next step, advanced where each token is drawn (decode graphs of several steps):
+// the values a host would write, by hand. Sequence 0 crosses into its table's second block, sequence 1
+// stays inside a block, sequence 2 is a graph's padding row (slot -1: nothing moves), sequence 3 has no
+// block yet for its next token (slot -1 from then on). Then CUDA against the reference on random inputs:
+// 1, 3 and 37 sequences (30, 30 and 8 CTAs a sequence), 4 position axes, top-k draws and greedy.
+struct Advance {
+    at::Tensor lens, positions, slots, table, history;
+    lector::gpu::SampleAdvance on(const at::Device& d) const
+    {
+        return {lens.to(d), positions.to(d), slots.to(d), table.to(d), history.to(d)};
+    }
+};
+
+LECTOR_TEST(advanceMovesEachSequenceToItsNextStep)
+{
+    const int64_t n = 4;
+    const Batch b = makeBatch(kt::randn({n, kVocab}, 501, at::kFloat, 4.0), {0, 0, 0, 0}, {0, 0, 0, 0},
+                              {1, 1, 1, 1}, 502);
+    Advance a;
+    a.lens = at::tensor(std::vector<int32_t>{16, 5, 1, 32}, at::kInt);
+    a.positions = at::tensor(std::vector<int64_t>{15, 4, 0, 31, 15, 4, 0, 31, 15, 4, 0, 31}, at::kLong).view({3, n});
+    a.slots = at::tensor(std::vector<int64_t>{7 * 16 + 15, 2 * 16 + 4, -1, 9 * 16 + 15}, at::kLong);
+    a.table = at::tensor(std::vector<int32_t>{7, 3, 2, 0, 0, 0, 9, 4}, at::kInt).view({n, 2});
+    a.history = at::full({n}, -1, at::kLong);
+    const at::Tensor offsets = b.offsets.clone();
+    const at::Tensor tokens = at::full({n}, -1, at::kLong);
+    const lector::gpu::SampleAdvance adv = a.on(at::kCPU);
+    lector::gpu::sampleTokens(tokens, b.logits, b.presence, b.temperature, b.topK, b.penalty, b.seeds, offsets,
+                              false, at::Tensor(), at::Tensor(), &adv);
+    LECTOR_CHECK(at::equal(tokens, b.logits.argmax(1)));  // penalty 1: the plain argmax
+    LECTOR_CHECK(at::equal(adv.history, tokens));
+    LECTOR_CHECK(at::equal(adv.contextLens, at::tensor(std::vector<int32_t>{17, 6, 1, 33}, at::kInt)));
+    for (int64_t axis = 0; axis < 3; ++axis)
+        LECTOR_CHECK(at::equal(adv.positions[axis], at::tensor(std::vector<int64_t>{16, 5, 0, 32}, at::kLong)));
+    // Token 16 of sequence 0 lives in its second block (3), token 5 of sequence 1 in its first (2);
+    // sequence 3's token 32 would need a third entry.
+    LECTOR_CHECK(at::equal(adv.slots, at::tensor(std::vector<int64_t>{3 * 16 + 0, 2 * 16 + 5, -1, -1}, at::kLong)));
+    LECTOR_CHECK(at::equal(offsets, at::tensor(std::vector<int64_t>{1, 1, 0, 1}, at::kLong)));
+
+#ifdef LECTOR_HAVE_CUDA
+    if (!at::hasCUDA()) return;
+    for (int64_t rows : {1, 3, 37}) {
+        const int64_t width = 5;
+        const std::vector<float> temps(static_cast<size_t>(rows), 0.7f), pen(static_cast<size_t>(rows), 1.2f);
+        std::vector<int32_t> topK(static_cast<size_t>(rows), 20);
+        topK[0] = 0;
+        Batch r = makeBatch(kt::randn({rows, kVocab}, 600 + rows, at::kHalf, 3.0), temps, topK, pen, 601 + rows);
+        r.offsets = at::randint(0, 1000, {rows}, kt::generator(602 + rows), at::kLong);
+        Advance x;
+        x.lens = at::randint(1, int(width * 16) + 8, {rows}, kt::generator(603 + rows), at::kInt);
+        x.positions = (x.lens.to(at::kLong) - 1).unsqueeze(0).repeat({4, 1}).contiguous();
+        x.table = at::randint(0, 500, {rows, width}, kt::generator(604 + rows), at::kInt);
+        x.slots = at::randint(0, 8000, {rows}, kt::generator(605 + rows), at::kLong);
+        x.slots[rows - 1] = -1;
+        x.history = at::full({rows}, -1, at::kLong);
+        // (copies to the device first: the reference advances x's own tensors)
+        const at::Device cuda(at::kCUDA);
+        const at::Tensor gpuOffsets = r.offsets.to(cuda), gpuTokens = at::full({rows}, -1, at::TensorOptions().dtype(at::kLong).device(cuda));
+        const at::Tensor gpuPresence = r.presence.to(cuda);
+        const lector::gpu::SampleAdvance onGpu = x.on(cuda);
+        const at::Tensor cpuOffsets = r.offsets.clone(), cpuTokens = at::full({rows}, -1, at::kLong);
+        const at::Tensor cpuPresence = r.presence.clone();
+        const lector::gpu::SampleAdvance onCpu = x.on(at::kCPU);
+        const int32_t padLen = x.lens[rows - 1].item<int32_t>();
+        lector::gpu::sampleTokens(cpuTokens, r.logits, cpuPresence, r.temperature, r.topK, r.penalty, r.seeds,
+                                  cpuOffsets, true, at::Tensor(), at::Tensor(), &onCpu);
+        lector::gpu::sampleTokens(gpuTokens, r.logits.to(cuda), gpuPresence, r.temperature.to(cuda), r.topK.to(cuda),
+                                  r.penalty.to(cuda), r.seeds.to(cuda), gpuOffsets, true, at::Tensor(), at::Tensor(), &onGpu);
+        // Top-k draws may differ at a CDF boundary (float sums in another order); each row's advance
+        // follows its own token, so compare everything but those rows' tokens and marks.
+        LECTOR_CHECK_MSG(at::equal(onGpu.history.cpu(), gpuTokens.cpu()), rows << " sequences: history is not the tokens");
+        LECTOR_CHECK_MSG(at::equal(onGpu.contextLens.cpu(), onCpu.contextLens), rows << " sequences: context lengths differ");
+        LECTOR_CHECK_MSG(at::equal(onGpu.positions.cpu(), onCpu.positions), rows << " sequences: positions differ");
+        LECTOR_CHECK_MSG(at::equal(onGpu.slots.cpu(), onCpu.slots), rows << " sequences: slots differ");
+        LECTOR_CHECK_MSG(at::equal(gpuOffsets.cpu(), cpuOffsets), rows << " sequences: draw counters differ");
+        LECTOR_CHECK_MSG(gpuTokens.cpu()[0].item<int64_t>() == cpuTokens[0].item<int64_t>(), rows << " sequences: greedy row differs");
+        LECTOR_CHECK(onCpu.slots[rows - 1].item<int64_t>() == -1 && onCpu.contextLens[rows - 1].item<int32_t>() == padLen);
+        std::printf("  %lld sequences: advanced inputs equal the reference\n", static_cast<long long>(rows));
+    }
+#endif
+}
+
 #ifdef LECTOR_HAVE_CUDA
 
 LECTOR_TEST(cudaMatchesReferenceOverTheVocabulary)
@@ -329,7 +411,9 @@ LECTOR_TEST(oneScratchServesBatchesOfEverySize)
     for (int64_t n : {1, 2, 7, 40, 3, 1, 2}) {
         const std::vector<float> zero(static_cast<size_t>(n), 0.0f), pen(static_cast<size_t>(n), 1.5f);
         const std::vector<int32_t> topK(static_cast<size_t>(n), 0);
-        const Batch b = makeBatch(kt::randn({n, kVocab}, ++seed, at::kFloat, 4.0), zero, topK, pen, ++seed);
+        // (two seeds in order: both ++seed inside one call would be unsequenced)
+        const int64_t logitSeed = ++seed, batchSeed = ++seed;
+        const Batch b = makeBatch(kt::randn({n, kVocab}, logitSeed, at::kFloat, 4.0), zero, topK, pen, batchSeed);
         const at::Tensor tokens = at::full({n}, -1, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
         lector::gpu::sampleTokens(tokens, b.logits.cuda(), b.presence.cuda(), b.temperature.cuda(), b.topK.cuda(),
                                   b.penalty.cuda(), b.seeds.cuda(), b.offsets.cuda(), false, at::Tensor(), scratch);

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -458,6 +459,48 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
         ok = ok && inGraphOk;
         std::printf("| greedy steps equal, tokens drawn inside the decode graphs | %d / %d | split only where margin <= %.3f | %s |\n",
                     agreeInGraph, nInGraph, flipTol, inGraphOk ? "yes" : "NO");
+        // Again in launches of several steps (ModelRunner::runSampledSteps: one graph replay, the sampler
+        // moving each step's inputs on for the next), the last few one at a time, as the engine runs a lone
+        // request, against one step a replay. With a repetition penalty of 1.3, so that the random model's
+        // tokens vary (greedy alone repeats one token here): a step that read a stale input would part the
+        // two. Both take the same kernels, so the ids must be equal. (CUDA: the graphs' path.)
+        if (device.is_cuda()) {
+            runner::DeviceSampling pen = g;
+            pen.repetitionPenalty = 1.3f;
+            auto decodeAll = [&](bool launches, int& launched, int& perLaunch) {
+                graphSampler.resetRow(pen.row, layout.ids);
+                runner::PendingTokens run = graphSampler.sampleAsync(sampled.run(prefill), {pen});
+                std::vector<std::int64_t> out{run.get().at(0)};
+                while (static_cast<int>(out.size()) < gen) {
+                    const int k = static_cast<int>(out.size());
+                    const runner::RunnerStep step = greedyStep(k, out.back(), run.onDevice());
+                    runner::DeviceSampling draw = pen;
+                    draw.offset = k;
+                    const int steps = sampled.decodeStepsFor(step);
+                    if (launches && steps > 1 && k + steps <= gen) {
+                        run = sampled.runSampledSteps(step, {draw});
+                        perLaunch = steps;
+                        ++launched;
+                    } else if (sampled.samplesInGraph(step)) {
+                        run = sampled.runSampled(step, {draw});
+                    } else {
+                        break;  // no graphs
+                    }
+                    for (std::int64_t id : run.get()) out.push_back(id);
+                }
+                return out;
+            };
+            int launched = 0, perLaunch = 1, unused = 0, unusedPer = 1;
+            const std::vector<std::int64_t> single = decodeAll(false, unused, unusedPer);
+            const std::vector<std::int64_t> several = decodeAll(true, launched, perLaunch);
+            const bool same = single == several && static_cast<int>(single.size()) == gen;
+            std::vector<std::int64_t> distinct = single;
+            std::sort(distinct.begin(), distinct.end());
+            distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+            ok = ok && same;
+            std::printf("| penalty 1.3: %zu ids (%zu distinct) in %d launches of %d decode steps, equal to one step a replay | %s | | %s |\n",
+                        several.size(), distinct.size(), launched, perLaunch, same ? "all" : "NOT", same ? "yes" : "NO");
+        }
         graphSampler.releaseRow(g.row);
         std::printf("\n");
     }
@@ -550,6 +593,35 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
             (void)drawn.back().get();
             std::printf("- batch 1, chain graph drawing its own token (the engine's path), queued back to back: %.3f ms per step\n",
                         msSince(d0) / 50);
+        }
+        // A lone request's path: launches of several steps, each one graph replay (its inputs moved on by
+        // the sampler inside), 400 steps queued back to back at this context, against one step a replay
+        // through the same graph 1, alternated twice.
+        runner::RunnerStep lone = decodeStep(1, context, bs, numAxes);
+        lone.seqs[0].blocks.resize(static_cast<size_t>((context + 64 + bs - 1) / bs));
+        std::iota(lone.seqs[0].blocks.begin(), lone.seqs[0].blocks.end(), 0);
+        const int launchSteps = sampled.decodeStepsFor(lone);
+        if (launchSteps > 1) {
+            auto perStep = [&](bool several) {
+                std::vector<runner::PendingTokens> drawn;
+                for (int w = 0; w < 3; ++w) (void)(several ? sampled.runSampledSteps(lone, {gp}) : sampled.runSampled(lone, {gp})).get();
+                lone.deviceTokenIds = at::Tensor();
+                const int launches = several ? 400 / launchSteps : 400;
+                const auto t0 = Clock::now();
+                for (int k = 0; k < launches; ++k) {
+                    if (!drawn.empty()) lone.deviceTokenIds = drawn.back().onDevice();
+                    drawn.push_back(several ? sampled.runSampledSteps(lone, {gp}) : sampled.runSampled(lone, {gp}));
+                }
+                (void)drawn.back().get();
+                lone.deviceTokenIds = at::Tensor();
+                return msSince(t0) / (several ? launches * launchSteps : launches);
+            };
+            for (int round = 0; round < 2; ++round) {
+                const double one = perStep(false), several = perStep(true);
+                std::printf("- batch 1, the runner's single-sequence graph, context %d, queued back to back: %.4f ms a step one a "
+                            "replay, %.4f in replays of %d steps (%.1f us less)\n",
+                            context, one, several, launchSteps, (one - several) * 1000);
+            }
         }
         std::printf("\n");
     }

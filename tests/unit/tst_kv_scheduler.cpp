@@ -520,6 +520,37 @@ LECTOR_TEST(backendThatSkipsASampleGetsTheTokenAgain)
     LECTOR_CHECK_EQ(chunks(p), std::string("1:9+1*"));
 }
 
+// Decode graphs of several steps: the backend reserves a lone sequence's next slots first, then runs the
+// steps' schedule() / completeStep() rounds, which find their slots in the blocks reserved.
+LECTOR_TEST(reserveAheadTakesFreeBlocksOnlyForARunningSequence)
+{
+    Scheduler s(SchedulerConfig{2048, 256, 8}, 6, 16);  // 96 slots
+    LECTOR_CHECK(s.add(spec(1, 30, 100)).ok());
+    LECTOR_CHECK(s.add(spec(2, 20, 100)).ok());
+    LECTOR_CHECK(!s.reserveAhead(1, 40));  // still waiting: not running
+    StepPlan p = s.schedule();
+    LECTOR_CHECK_EQ(chunks(p), std::string("1:0+30* 2:0+20*"));
+    s.completeStep({sampled(1), sampled(2)});
+    // 1 holds blocks 0-1 (tokens 0..31), 2 holds blocks 2-3 (0..31): two of six free.
+    LECTOR_CHECK_EQ(s.pool().numFree(), 2);
+    LECTOR_CHECK(!s.reserveAhead(1, 30 + 50));  // tokens to 79: three more blocks, two free
+    LECTOR_CHECK_EQ(s.pool().numFree(), 2);     // nothing taken, nobody preempted
+    LECTOR_CHECK_EQ(s.numPreemptions(), 0);
+    LECTOR_CHECK(s.reserveAhead(1, 30 + 8));    // tokens 30..37: one more block
+    LECTOR_CHECK_EQ(s.pool().numFree(), 1);
+    LECTOR_CHECK_EQ(static_cast<std::int64_t>(s.blocks(1).size()), std::int64_t{3});
+    s.cancel(2);
+    // Eight rounds of one decode each: the slots are the reserved ones, no block is taken.
+    for (int k = 0; k < 8; ++k) {
+        p = s.schedule();
+        LECTOR_CHECK_EQ(chunks(p), "1:d" + std::to_string(30 + k));
+        LECTOR_CHECK_EQ(p.chunks[0].slots[0], std::int64_t{(30 + k) / 16 == 1 ? 16 + (30 + k) % 16 : 4 * 16 + (30 + k) % 16});
+        s.completeStep({sampled(1)});
+    }
+    LECTOR_CHECK_EQ(s.pool().numFree(), 3);  // 2's two blocks back, 1's three held
+    LECTOR_CHECK(!s.reserveAhead(7, 40));    // unknown
+}
+
 // --- Scheduler: simulation ---
 
 namespace {
