@@ -367,11 +367,11 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     std::printf("- load-time self check against the reference decoder: rel. L2 %.2e\n", graphed.selfCheck());
     if (!graphed.layoutReport().empty()) std::printf("\n");
 
-    // The engine's runner: the kernel chain (no persistent kernel), its decode graphs drawing their own
-    // tokens (attachSampler), as the engine serves one sequence.
+    // The engine's runner for one sequence: the single-sequence decoder the load-time timing picks (as
+    // graphed's), its decode graphs drawing their own tokens (attachSampler), with the graph of several
+    // steps a lone request's launches replay.
     runner::DeviceSampler graphSampler(t.vocabSize, device);
     runner::RunnerOptions sampledOptions;
-    sampledOptions.persistentDecode = runner::RunnerOptions::Persistent::Never;
     sampledOptions.maxGraphBatch = 1;
     runner::ModelRunner sampled(decoder, kv, sampledOptions);
     sampled.attachSampler(graphSampler);
@@ -591,7 +591,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
                 drawn.push_back(sampled.runSampled(own, {gp}));
             }
             (void)drawn.back().get();
-            std::printf("- batch 1, chain graph drawing its own token (the engine's path), queued back to back: %.3f ms per step\n",
+            std::printf("- batch 1, the engine's single-sequence graph drawing its own token, queued back to back: %.3f ms per step\n",
                         msSince(d0) / 50);
         }
         // A lone request's path: launches of several steps, each one graph replay (its inputs moved on by
