@@ -35,6 +35,7 @@ Error fail(const std::string& code, const std::string& name, const std::string& 
     return makeError(code, name + ": " + what);
 }
 
+#if defined(LECTOR_HAVE_IMGCODECS)  // what the decoders' output goes through
 // Any depth -> CV_8U. 16-bit keeps the high byte (what Pillow does for 16-bit RGB PNGs); float
 // images are taken as 0..1.
 cv::Mat toDepth8(const cv::Mat& m)
@@ -102,6 +103,16 @@ cv::Mat toBgr8(const cv::Mat& decoded)
     }
 }
 
+Image bgrToImage(const cv::Mat& bgr)
+{
+    Image img(bgr.cols, bgr.rows);
+    cv::Mat dst(bgr.rows, bgr.cols, CV_8UC3, img.rgb.data());
+    cv::cvtColor(bgr, dst, cv::COLOR_BGR2RGB);
+    return img;
+}
+
+#endif
+
 cv::Mat orient(const cv::Mat& m, int orientation)
 {
     cv::Mat out;
@@ -119,14 +130,6 @@ cv::Mat orient(const cv::Mat& m, int orientation)
     default: return m;
     }
     return out;
-}
-
-Image bgrToImage(const cv::Mat& bgr)
-{
-    Image img(bgr.cols, bgr.rows);
-    cv::Mat dst(bgr.rows, bgr.cols, CV_8UC3, img.rgb.data());
-    cv::cvtColor(bgr, dst, cv::COLOR_BGR2RGB);
-    return img;
 }
 
 Result<void> checkHeader(ImageFormat format, std::span<const std::uint8_t> bytes, const std::string& name)

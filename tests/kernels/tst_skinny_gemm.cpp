@@ -310,7 +310,7 @@ LECTOR_TEST(tensorCoreEngineVariantsMatchReference)
             }
             // add + RMSNorm prologue; gate/up's 7168 columns at up to 16 rows take a split of 2, whose second
             // stage of weights waits in shared memory
-            for (const auto [k, n] : {std::pair{64, 4101}, std::pair{1024, 4101}, std::pair{1024, 7168}}) {
+            for (const auto& [k, n] : {std::pair{64, 4101}, std::pair{1024, 4101}, std::pair{1024, 7168}}) {
                 const uint64_t seed = 111 + rows + k + n;
                 const at::Tensor delta = kt::randn({rows, k}, seed, type);
                 const at::Tensor residual = kt::randn({rows, k}, seed + 1, type, 3.0);
