@@ -15,6 +15,8 @@
 //   bench_persistent_decode --head-parallel [--layers 24] [--contexts 1,1076,...]: the same check for the head-parallel kernels
 //     (head_parallel_decode.cuh; contexts 1 to 4100), then the step's time in a CUDA graph beside the
 //     persistent kernel's.
+//   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
+//     around one step (graphLoop below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "bench/gpu/cuda_bench.h"
+#include "gpu/kernels/common.cuh"
 #include "gpu/kernels/head_parallel_decode.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
 #include "gpu/ref/persistent_decode_ref.h"
@@ -343,11 +346,129 @@ int headParallel(int layers, const std::vector<int>& contexts)
     return ok ? 0 : 1;
 }
 
+// --graph-loop: what it costs to run a lone request's decode steps as a loop inside one CUDA graph (a
+// while node, CUDA 12.4+) instead of unrolled (the runner's launches of 8 steps): a loop could end at a
+// stop token on the device, where an unrolled launch runs its steps whatever they draw. The head-parallel
+// step at context 1076 (float16, 24 layers) followed by a one-thread kernel standing in for the sampler's
+// end: it counts the step and, in the loop, sets the condition (go on while fewer than `steps`, and not at
+// `stopAt`). Reported: us a step, unrolled and looped, with and without PDL inside the loop's body (where
+// capture refuses one, the error), and a loop told to stop after 5 steps.
+__global__ void countStepKernel(unsigned* counter)
+{
+    gpu::gridDependencyWait();
+    ++*counter;
+}
+
+__global__ void loopStepKernel(cudaGraphConditionalHandle handle, unsigned* counter, unsigned steps, unsigned stopAt)
+{
+    gpu::gridDependencyWait();
+    const unsigned c = ++*counter;
+    cudaGraphSetConditional(handle, c < steps && c != stopAt ? 1u : 0u);
+}
+
+// One launch of `exec` after zeroing the counter; ms, median of 7 after one warm-up.
+double launchMs(cudaGraphExec_t exec, cudaStream_t stream, unsigned* counter, unsigned& counted)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int rep = 0; rep < 8; ++rep) {
+        check(cudaMemsetAsync(counter, 0, sizeof(unsigned), stream), "memset");
+        cudaEventRecord(e0, stream);
+        check(cudaGraphLaunch(exec, stream), "launch");
+        cudaEventRecord(e1, stream);
+        check(cudaEventSynchronize(e1), "loop");
+        float m = 0;
+        cudaEventElapsedTime(&m, e0, e1);
+        if (rep > 0) ms.push_back(m);
+    }
+    check(cudaMemcpy(&counted, counter, sizeof(unsigned), cudaMemcpyDeviceToHost), "counter");
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+int graphLoop(int layers)
+{
+    constexpr unsigned kSteps = 16;
+    Model m;
+    build<__half>(m, gpu::DType::F16, layers, 4200);
+    Buffer* ws = m.alloc(size_t(gpu::headParallelWorkspace().total));
+    Buffer* counter = m.alloc(sizeof(unsigned));
+    auto* count = static_cast<unsigned*>(counter->ptr);
+    gpu::PersistentDecodeParams hp = m.p;
+    hp.workspace = ws->ptr;
+    setContext(m, 1076);
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    std::printf("## %u head-parallel decode steps (%d layers, float16, context 1076) in one CUDA graph\n\n", kSteps, layers);
+    std::printf("| graph | steps run | us a step |\n|---|---|---|\n");
+    for (int round = 0; round < 2; ++round) {
+        // Unrolled: the runner's launches.
+        {
+            cudaGraph_t g;
+            check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+            for (unsigned k = 0; k < kSteps; ++k) {
+                check(gpu::launchHeadParallelDecode(hp, stream), "step");
+                check(gpu::launchKernel(countStepKernel, dim3(1), dim3(1), 0, stream, count), "count");
+            }
+            check(cudaStreamEndCapture(stream, &g), "capture");
+            cudaGraphExec_t exec;
+            check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+            unsigned counted = 0;
+            const double ms = launchMs(exec, stream, count, counted);
+            std::printf("| unrolled | %u | %.1f |\n", counted, ms * 1000.0 / counted);
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(g);
+        }
+        // Looped: a while node around one step; its body captured with and without PDL on the kernels.
+        for (int stopAt : {0, 5}) {
+            cudaGraph_t g;
+            check(cudaGraphCreate(&g, 0), "graph");
+            cudaGraphConditionalHandle handle;
+            check(cudaGraphConditionalHandleCreate(&handle, g, 1, cudaGraphCondAssignDefault), "handle");
+            cudaGraphNodeParams cp{};
+            cp.type = cudaGraphNodeTypeConditional;
+            cp.conditional.handle = handle;
+            cp.conditional.type = cudaGraphCondTypeWhile;
+            cp.conditional.size = 1;
+            cudaGraphNode_t node;
+            check(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &cp), "while node");
+            cudaGraph_t body = cp.conditional.phGraph_out[0];
+            check(cudaStreamBeginCaptureToGraph(stream, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal), "capture body");
+            const cudaError_t stepErr = gpu::launchHeadParallelDecode(hp, stream);
+            const cudaError_t loopErr = gpu::launchKernel(loopStepKernel, dim3(1), dim3(1), 0, stream, handle, count, kSteps,
+                                                          static_cast<unsigned>(stopAt));
+            const cudaError_t endErr = cudaStreamEndCapture(stream, &body);
+            cudaGraphExec_t exec = nullptr;
+            const cudaError_t instErr = stepErr || loopErr || endErr ? cudaSuccess : cudaGraphInstantiate(&exec, g, 0);
+            if (stepErr || loopErr || endErr || instErr) {
+                std::printf("| while node%s | refused: %s / %s / %s / %s | |\n", stopAt ? ", stop after 5" : "",
+                            cudaGetErrorString(stepErr), cudaGetErrorString(loopErr), cudaGetErrorString(endErr),
+                            cudaGetErrorString(instErr));
+                cudaGetLastError();
+            } else {
+                unsigned counted = 0;
+                const double ms = launchMs(exec, stream, count, counted);
+                std::printf("| while node%s | %u | %.1f |\n", stopAt ? ", stop after 5" : "", counted, ms * 1000.0 / counted);
+                cudaGraphExecDestroy(exec);
+            }
+            cudaGraphDestroy(g);
+        }
+    }
+    std::printf("\n(LECTOR_PDL=0 in the environment: the same without programmatic dependent launch.)\n");
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
     int layers = 24, reps = 20;
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--graph-loop")) return graphLoop(layers);
     for (int i = 1; i < argc; ++i)
         if (!std::strcmp(argv[i], "--head-parallel")) {
             // --contexts A,B,...: the contexts timed (at most 4200; the check's contexts stay as they are)
