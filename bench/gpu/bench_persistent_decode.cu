@@ -366,28 +366,12 @@ __global__ void loopStepKernel(cudaGraphConditionalHandle handle, unsigned* coun
     cudaGraphSetConditional(handle, c < steps && c != stopAt ? 1u : 0u);
 }
 
-// One launch of `exec` after zeroing the counter; ms, median of 7 after one warm-up.
+// One launch of `exec`, the counter zeroed before each (bench::graphExecMs), and the steps it counted.
 double launchMs(cudaGraphExec_t exec, cudaStream_t stream, unsigned* counter, unsigned& counted)
 {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int rep = 0; rep < 8; ++rep) {
-        check(cudaMemsetAsync(counter, 0, sizeof(unsigned), stream), "memset");
-        cudaEventRecord(e0, stream);
-        check(cudaGraphLaunch(exec, stream), "launch");
-        cudaEventRecord(e1, stream);
-        check(cudaEventSynchronize(e1), "loop");
-        float m = 0;
-        cudaEventElapsedTime(&m, e0, e1);
-        if (rep > 0) ms.push_back(m);
-    }
+    const double ms = bench::graphExecMs(exec, stream, [&] { check(cudaMemsetAsync(counter, 0, sizeof(unsigned), stream), "memset"); });
     check(cudaMemcpy(&counted, counter, sizeof(unsigned), cudaMemcpyDeviceToHost), "counter");
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return ms;
 }
 
 int graphLoop(int layers)

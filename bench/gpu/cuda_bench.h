@@ -2,7 +2,7 @@
 // bench_decode_step, bench_prefill) share: a CUDA error check that ends the program, a device buffer
 // (uploaded, or filled with random float16 on the device), random float16 on the host, the error of a
 // float16 result against the CPU reference's, the device-to-device copy bandwidth their tables are
-// measured against, the median time of a launch, the time of a captured sequence of launches, a list argument and the RoPE table of
+// measured against, the median time of a launch, of an instantiated graph and of a captured sequence of launches, a list argument and the RoPE table of
 // the decoder's kernels. CUDA runtime only; header-only, so each bench still builds with one nvcc line.
 #pragma once
 
@@ -140,6 +140,30 @@ inline double medianLaunchMs(const std::function<void()>& launch, int reps)
     return ms[ms.size() / 2];
 }
 
+// Milliseconds of one launch of an instantiated graph: 8 launches, the median of the last 7; `before`
+// (if any) queues work ahead of each launch, outside the timing.
+inline double graphExecMs(cudaGraphExec_t exec, cudaStream_t stream, const std::function<void()>& before = {})
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int rep = 0; rep < 8; ++rep) {
+        if (before) before();
+        cudaEventRecord(e0, stream);
+        check(cudaGraphLaunch(exec, stream), "replay");
+        cudaEventRecord(e1, stream);
+        check(cudaEventSynchronize(e1), "replay");
+        float m = 0;
+        cudaEventElapsedTime(&m, e0, e1);
+        if (rep > 0) ms.push_back(m);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
 // Microseconds per call: call(0 .. calls - 1) captured in one CUDA graph (kernels launched with PDL
 // chain as in a decode step), replayed 8 times, the median of the last 7. NaN when a call fails (the
 // error is cleared).
@@ -157,25 +181,10 @@ inline double graphMicros(cudaStream_t stream, int calls, const std::function<bo
     }
     cudaGraphExec_t exec;
     check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int rep = 0; rep < 8; ++rep) {
-        cudaEventRecord(e0, stream);
-        check(cudaGraphLaunch(exec, stream), "replay");
-        cudaEventRecord(e1, stream);
-        check(cudaEventSynchronize(e1), "replay");
-        float m = 0;
-        cudaEventElapsedTime(&m, e0, e1);
-        if (rep > 0) ms.push_back(m);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    const double ms = graphExecMs(exec, stream);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1000.0 / calls;
+    return ms * 1000.0 / calls;
 }
 
 // "1,2,32" -> {1, 2, 32}: the benches' lists of batch sizes.
