@@ -7,7 +7,8 @@
 // fused residual-add + RMSNorm, gate/up matmul, SiLU-and-multiply, down matmul. Projections are
 // libtorch matrix products, or gpu/'s skinny GEMM at few rows where it measures faster (tuneLayouts).
 // Decode-only steps on CUDA replay a CUDA graph captured for the next
-// larger batch size of a ladder (1, 2, 4, 8, 16, 24, 32, ... 256), so a step is one graph launch.
+// larger batch size of a ladder (1, 2, 4, 8, 16, 24, 32, ... 256), so a step is one graph launch; a lone
+// sequence's steps can go several to a launch (runSampledSteps: the sampler moves the inputs on between them).
 // A decode step of a single sequence runs the whole decoder as one persistent kernel instead
 // (gpu::PersistentDecoder, sm_90 float16/bfloat16; inside the batch-1 graph when graphs are on).
 // On the CPU the same code runs gpu/'s scalar references (tests; the engine's CPU path stays the
