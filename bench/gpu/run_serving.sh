@@ -216,6 +216,22 @@ for mode in auto hp-only off; do
   env $env timeout 60 $CLI bench /tmp/pages/p000.ppm $L $flag --warmup 1 --repeat 3 --no-throughput 2>&1 \
     | grep -E "^(decode|per_token|total)" | sed "s/^/1000 tokens, $mode: /" | tee -a "$W/latency.txt"
 done
+# One step a replay against the launches of 8 (past context 1344 the chain's graph of 8 steps), and the
+# text of the page both ways.
+timeout 60 $CLI bench /tmp/pages/p000.ppm $L --decode-graph-steps 1 --warmup 1 --repeat 3 --no-throughput 2>&1 \
+  | grep -E "^(decode|per_token|total)" | sed "s/^/1000 tokens, one step a replay: /" | tee -a "$W/latency.txt"
+for n in 1 8; do
+  timeout 60 $CLI recognize /tmp/pages/p000.ppm $L --decode-graph-steps $n --format jsonl > "$W/steps_long_$n.jsonl" 2>&1
+done
+python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
+import json, sys
+def page(n):
+    rows = [json.loads(l) for l in open("%s/steps_long_%d.jsonl" % (sys.argv[1], n)) if l.strip().startswith("{")]
+    return rows[0] if rows else {}
+a, b = page(1), page(8)
+same = a.get("text") is not None and a.get("text") == b.get("text") and a.get("tokens") == b.get("tokens")
+print("decode graph steps 1 vs 8 (1000 tokens): %s; tokens %s / %s" % ("same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
+PY
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64.json" 2>&1
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256.json" 2>&1

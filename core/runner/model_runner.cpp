@@ -987,17 +987,19 @@ int ModelRunner::captureGraphs()
             m_longContextGraph = captured(false);
             m_longContextFrom = m_persistent->prefetchedContext();
         }
-        // Several steps of one sequence a replay: the sampler moves the inputs on between them (the
-        // persistent decoders start their first kernel without PDL, after the sampler is done, and read
-        // the inputs from there on). The dummy row's slot -1 keeps it from moving in the warm-up.
+        // Several steps of one sequence a replay: the sampler moves the inputs on between them, and the
+        // next step reads them only after it is done: the persistent decoders start their first kernel
+        // without PDL, and the chain's step starts with libtorch's embedding kernel, also without PDL,
+        // ahead of our kernels that read the inputs before their wait. The dummy row's slot -1 keeps it from
+        // moving in the warm-up. The chain's graph of several steps serves the contexts past the
+        // head-parallel graph's prefetch, as m_longContextGraph does one step.
         const int steps = m_options.decodeGraphSteps;
-        if (b == 1 && persistent && m_sampler && steps > 1) {
-            m_stepTokens = at::zeros({steps}, at::TensorOptions().dtype(at::kLong).device(device));
+        auto capturedSteps = [&](bool persistentSteps) {
             auto graph = std::make_unique<DecodeGraph>();
             gpu::SampleAdvance advance{meta.contextLens, meta.positions, meta.slots, meta.blockTable, at::Tensor()};
             auto body = [&] {
                 for (int k = 0; k < steps; ++k) {
-                    graph->logits = runPersistent(meta);
+                    graph->logits = persistentSteps ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
                     advance.history = m_stepTokens.narrow(0, k, 1);
                     m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(1)),
                                       &advance);
@@ -1008,7 +1010,12 @@ int ModelRunner::captureGraphs()
             // One replay of the dummy now: the load's warm-up pages are too short to take this graph, and
             // a graph's first launch also uploads it, which the first request would pay.
             graph->graph.replay();
-            m_stepsGraph = std::move(graph);
+            return graph;
+        };
+        if (b == 1 && persistent && m_sampler && steps > 1) {
+            m_stepTokens = at::zeros({steps}, at::TensorOptions().dtype(at::kLong).device(device));
+            m_stepsGraph = capturedSteps(true);
+            if (m_longContextGraph) m_longContextStepsGraph = capturedSteps(false);
         }
     }
     useEagerAttention();
@@ -1064,9 +1071,11 @@ int ModelRunner::decodeStepsFor(const RunnerStep& step) const
     if (s.numNew != 1 || !s.sample) return 1;
     if (m_decoder.device().is_cpu()) return steps;  // runSampledSteps runs them one by one
     if (!m_stepsGraph || !graphable(step)) return 1;
-    // Every step inside the graph's contexts, and none where graph 1 hands over to the chain's graph.
-    const std::int64_t last = s.past + steps;  // the last step's context
-    if (last > m_options.graphContextTokens || (m_longContextGraph && last > m_longContextFrom)) return 1;
+    // Every step inside the graphs' contexts, and all of them on one side of where graph 1 hands over to
+    // the chain's graph (runGraph).
+    const std::int64_t first = s.past + 1, last = s.past + steps;  // the first and last step's contexts
+    if (last > m_options.graphContextTokens) return 1;
+    if (m_longContextGraph && last > m_longContextFrom && (first <= m_longContextFrom || !m_longContextStepsGraph)) return 1;
     return steps;
 }
 
@@ -1144,9 +1153,9 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
         graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
-    DecodeGraph& graph = steps > 1                                                                  ? *m_stepsGraph
-                         : b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom ? *m_longContextGraph
-                                                                                                      : *it->second;
+    const bool longContext = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom;
+    DecodeGraph& graph = steps > 1 ? (longContext ? *m_longContextStepsGraph : *m_stepsGraph)
+                                   : (longContext ? *m_longContextGraph : *it->second);
     graph.graph.replay();
     return graph.logits.narrow(0, 0, batch);
 }

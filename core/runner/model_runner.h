@@ -70,7 +70,8 @@ struct RunnerOptions {
     // inside the graph moves each step's inputs on for the next (gpu::SampleAdvance), so the steps between
     // share one input copy, one graph launch and one copy of their tokens out (~13 us a step: docs/perf.md,
     // calls 182-183). 1: one step a replay. Captured for the persistent decoders' graph of one sequence
-    // (with a sampler attached); on the CPU the steps run one after another (tests).
+    // and the chain's graph of the longer contexts beside it (with a sampler attached); on the CPU the
+    // steps run one after another (tests).
     int decodeGraphSteps = 8;
 };
 
@@ -212,7 +213,8 @@ private:
     void useEagerAttention();           // ... and for eager steps (automatic)
     // sampling: the draws of a runSampled() step, or null (with a sampler attached, the graph then draws
     // only into its spare row).
-    // steps > 1: m_stepsGraph, with the block table through the last step's token.
+    // steps > 1: m_stepsGraph (or m_longContextStepsGraph), with the block table through the last step's
+    // token.
     at::Tensor runGraph(const RunnerStep& step, const std::vector<DeviceSampling>* sampling, int steps = 1);
 
     const model::hunyuan::TextDecoder& m_decoder;
@@ -259,8 +261,10 @@ private:
     std::unique_ptr<DecodeGraph> m_longContextGraph;
     std::int64_t m_longContextFrom = 0;  // contexts (keys, the new one included) above this take it
     // Graph 1's step options.decodeGraphSteps times over (m_persistent's decoder, the sampler advancing
-    // the inputs), same inputs; the steps' tokens land in m_stepTokens [steps] int64.
+    // the inputs), same inputs; the steps' tokens land in m_stepTokens [steps] int64. The same of the
+    // chain's step for the contexts m_longContextGraph serves.
     std::unique_ptr<DecodeGraph> m_stepsGraph;
+    std::unique_ptr<DecodeGraph> m_longContextStepsGraph;
     at::Tensor m_stepTokens;
 };
 
