@@ -964,13 +964,23 @@ int ModelRunner::captureGraphs()
             packed.copy_(h);
         }
         useGraphAttention(b);
-        // A graph of this size through m_persistent's decoder or the kernel chain.
-        auto captured = [&](bool persistent) {
+        // A graph of this size through m_persistent's decoder or the kernel chain: one step, or `steps` of one
+        // sequence back to back. Between those the sampler moves the inputs on, and the next step reads them
+        // only after it is done: the persistent decoders start their first kernel without PDL, and the
+        // chain's step starts with libtorch's embedding kernel, also without PDL, ahead of our kernels that
+        // read the inputs before their wait. The dummy row's slot -1 keeps it from moving in the warm-up.
+        auto captured = [&](bool persistent, int steps) {
             auto graph = std::make_unique<DecodeGraph>();
+            gpu::SampleAdvance advance{meta.contextLens, meta.positions, meta.slots, meta.blockTable, at::Tensor()};
             auto body = [&] {
-                graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
-                // The next step's ids: drawn into this graph's own input, where the next replay reads them.
-                if (m_sampler) m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)));
+                for (int k = 0; k < steps; ++k) {
+                    graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
+                    if (!m_sampler) continue;
+                    // The next step's ids: drawn into this graph's own input, where the next replay (or step) reads them.
+                    if (steps > 1) advance.history = m_stepTokens.narrow(0, k, 1);
+                    m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)),
+                                      steps > 1 ? &advance : nullptr);
+                }
             };
             body();  // warm-up: cuBLAS handles and workspaces exist before capture
             graph->graph.capture(device, body, pool);
@@ -978,44 +988,27 @@ int ModelRunner::captureGraphs()
             return graph;
         };
         const bool persistent = persistentStep(meta);
-        m_graphs.emplace(b, captured(persistent));
+        m_graphs.emplace(b, captured(persistent, 1));
         // The head-parallel kernels read keys past their prefetch one group at a time (0.75 ms a step at
         // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
         // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
         // LECTOR_LONG_CONTEXT_GRAPH=0 keeps the head-parallel graph at every context (for comparison).
         if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs && !envOff("LECTOR_LONG_CONTEXT_GRAPH")) {
-            m_longContextGraph = captured(false);
+            m_longContextGraph = captured(false, 1);
             m_longContextFrom = m_persistent->prefetchedContext();
         }
-        // Several steps of one sequence a replay: the sampler moves the inputs on between them, and the
-        // next step reads them only after it is done: the persistent decoders start their first kernel
-        // without PDL, and the chain's step starts with libtorch's embedding kernel, also without PDL,
-        // ahead of our kernels that read the inputs before their wait. The dummy row's slot -1 keeps it from
-        // moving in the warm-up. The chain's graph of several steps serves the contexts past the
-        // head-parallel graph's prefetch, as m_longContextGraph does one step.
+        // Several steps of one sequence a replay (the chain's for the contexts m_longContextGraph serves),
+        // each replayed once with the dummy now: the load's warm-up pages are too short to take these
+        // graphs, and a graph's first launch also uploads it, which the first request would pay.
         const int steps = m_options.decodeGraphSteps;
-        auto capturedSteps = [&](bool persistentSteps) {
-            auto graph = std::make_unique<DecodeGraph>();
-            gpu::SampleAdvance advance{meta.contextLens, meta.positions, meta.slots, meta.blockTable, at::Tensor()};
-            auto body = [&] {
-                for (int k = 0; k < steps; ++k) {
-                    graph->logits = persistentSteps ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
-                    advance.history = m_stepTokens.narrow(0, k, 1);
-                    m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(1)),
-                                      &advance);
-                }
-            };
-            body();
-            graph->graph.capture(device, body, pool);
-            // One replay of the dummy now: the load's warm-up pages are too short to take this graph, and
-            // a graph's first launch also uploads it, which the first request would pay.
-            graph->graph.replay();
-            return graph;
-        };
         if (b == 1 && persistent && m_sampler && steps > 1) {
             m_stepTokens = at::zeros({steps}, at::TensorOptions().dtype(at::kLong).device(device));
-            m_stepsGraph = capturedSteps(true);
-            if (m_longContextGraph) m_longContextStepsGraph = capturedSteps(false);
+            m_stepsGraph = captured(true, steps);
+            m_stepsGraph->graph.replay();
+            if (m_longContextGraph) {
+                m_longContextStepsGraph = captured(false, steps);
+                m_longContextStepsGraph->graph.replay();
+            }
         }
     }
     useEagerAttention();
