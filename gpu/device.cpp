@@ -4,6 +4,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -132,6 +133,16 @@ double graphMicros(const c10::Device& device, const std::function<void()>& body,
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / (kReplays * reps);
 }
 
+double replayMicros(const c10::Device& device, CudaGraph& graph, int replays)
+{
+    const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device.index());
+    stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < replays; ++i) graph.replay();
+    stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / std::max(replays, 1);
+}
+
 #else  // no CUDA libtorch
 
 bool cudaGraphsAvailable() { return false; }
@@ -154,6 +165,11 @@ bool CudaGraph::captured() const { return false; }
 double graphMicros(const c10::Device& device, const std::function<void()>&, int)
 {
     TORCH_CHECK(false, "graphMicros on ", device, ": libtorch was built without CUDA");
+    return 0.0;
+}
+double replayMicros(const c10::Device& device, CudaGraph&, int)
+{
+    TORCH_CHECK(false, "replayMicros on ", device, ": libtorch was built without CUDA");
     return 0.0;
 }
 

@@ -35,6 +35,12 @@ DeviceMemory deviceMemory(const c10::Device& device);
 // body once first, outside the graph. CUDA builds of libtorch only (throws elsewhere, like capture()).
 double graphMicros(const c10::Device& device, const std::function<void()>& body, int reps = 20);
 
+class CudaGraph;
+
+// GPU microseconds of one replay of an already captured graph: `replays` replays back to back between
+// synchronisations of the device's current stream (host launch cost included, as the engine pays it).
+double replayMicros(const c10::Device& device, CudaGraph& graph, int replays = 40);
+
 // A marker in a device's current stream. On the CPU (or without a CUDA libtorch) work is synchronous:
 // record() and synchronize() do nothing.
 class StreamEvent {

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "gpu/ref/greedy_screen_ref.h"
 #include "gpu/ref/kv_cache_write_ref.h"
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "gpu/ref/paged_prefill_attention_ref.h"
@@ -828,6 +829,35 @@ void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId
     TORCH_CHECK(logits.defined() && logits.device() == anchor.device() && logits.scalar_type() == at::kFloat &&
                     logits.numel() == m_params.vocab && logits.is_contiguous(),
                 op, ": logits must be ", m_params.vocab, " contiguous float32 values on ", anchor.device());
+    PersistentDecodeParams p = m_params;
+    p.logits = logits.data_ptr<float>();
+    run(p, tokenId, positions, slot, contextLen, blockTable, op);
+}
+
+bool PersistentDecoder::hasStepHidden() const
+{
+    return m_kind == Kind::HeadParallel || !m_model.embed.is_cuda();
+}
+
+void PersistentDecoder::stepHidden(const at::Tensor& hidden, const at::Tensor& tokenId, const at::Tensor& positions,
+                                   const at::Tensor& slot, const at::Tensor& contextLen, const at::Tensor& blockTable) const
+{
+    const char* op = "PersistentDecoder::stepHidden";
+    const at::Tensor& anchor = m_model.embed;
+    TORCH_CHECK(hasStepHidden(), op, ": the persistent kernel computes its logits itself");
+    TORCH_CHECK(hidden.defined() && hidden.device() == anchor.device() && hidden.scalar_type() == anchor.scalar_type() &&
+                    hidden.numel() == m_params.hidden && hidden.is_contiguous(),
+                op, ": hidden must be ", m_params.hidden, " contiguous ", anchor.scalar_type(), " values on ", anchor.device());
+    PersistentDecodeParams p = m_params;
+    p.hiddenOut = hidden.data_ptr();
+    run(p, tokenId, positions, slot, contextLen, blockTable, op);
+}
+
+void PersistentDecoder::run(PersistentDecodeParams p, const at::Tensor& tokenId, const at::Tensor& positions,
+                            const at::Tensor& slot, const at::Tensor& contextLen, const at::Tensor& blockTable,
+                            const char* op) const
+{
+    const at::Tensor& anchor = m_model.embed;
     for (const at::Tensor* t : {&tokenId, &slot, &contextLen, &blockTable, &positions})
         TORCH_CHECK(t->defined() && t->device() == anchor.device(), op, ": step inputs must be on ", anchor.device());
     TORCH_CHECK(tokenId.scalar_type() == at::kLong && tokenId.numel() == 1 && slot.scalar_type() == at::kLong &&
@@ -841,14 +871,12 @@ void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId
     if (contextLen.is_cpu())  // the reference reads the table: check it covers the context
         TORCH_CHECK(ceilDiv(std::max(*contextLen.data_ptr<int32_t>(), 0), kKvBlockSize) <= blockTable.numel(), op,
                     ": blockTable has ", blockTable.numel(), " blocks for ", *contextLen.data_ptr<int32_t>(), " keys");
-    PersistentDecodeParams p = m_params;
     p.tokenId = tokenId.data_ptr<int64_t>();
     p.positions = positions.data_ptr<int64_t>();
     p.positionsAxisStride = positions.stride(0);
     p.slot = slot.data_ptr<int64_t>();
     p.contextLen = contextLen.data_ptr<int32_t>();
     p.blockTable = blockTable.data_ptr<int32_t>();
-    p.logits = logits.data_ptr<float>();
     if (m_kind == Kind::HeadParallel)
         dispatch(anchor, op, p, LECTOR_LAUNCHER(launchHeadParallelDecode), &ref::persistentDecodeRef);
     else
@@ -856,6 +884,42 @@ void PersistentDecoder::step(const at::Tensor& logits, const at::Tensor& tokenId
 }
 
 // --- sampling ---
+
+namespace {
+
+// The device pointers of a SampleAdvance of numSeqs rows on anchor's device; offsets: the draw counters.
+DecodeAdvance decodeAdvanceOf(const SampleAdvance& a, const at::Tensor& anchor, int64_t numSeqs, const at::Tensor& offsets,
+                              const char* op)
+{
+    checkAux(a.contextLens, anchor, at::kInt, 1, op, "advance.contextLens");
+    checkAux(a.slots, anchor, at::kLong, 1, op, "advance.slots");
+    checkAux(a.blockTable, anchor, at::kInt, 2, op, "advance.blockTable");
+    checkAux(offsets, anchor, at::kLong, 1, op, "offsets");
+    TORCH_CHECK(a.positions.defined() && a.positions.device() == anchor.device() && a.positions.scalar_type() == at::kLong &&
+                    a.positions.dim() == 2 && a.positions.size(1) == numSeqs && a.positions.stride(1) == 1,
+                op, ": advance.positions must be [axes, ", numSeqs, "] int64 with contiguous rows on ", anchor.device(),
+                ", got ", a.positions.sizes());
+    TORCH_CHECK(a.contextLens.size(0) == numSeqs && a.slots.size(0) == numSeqs && a.blockTable.size(0) == numSeqs &&
+                    a.blockTable.size(1) > 0 && offsets.size(0) == numSeqs,
+                op, ": advance tensors must have ", numSeqs, " rows");
+    DecodeAdvance d;
+    d.contextLens = a.contextLens.data_ptr<int32_t>();
+    d.positions = a.positions.data_ptr<int64_t>();
+    d.positionsAxisStride = a.positions.size(0) > 1 ? a.positions.stride(0) : numSeqs;
+    d.numPosAxes = toInt(a.positions.size(0), op, "advance axes");
+    d.slots = a.slots.data_ptr<int64_t>();
+    d.blockTable = a.blockTable.data_ptr<int32_t>();
+    d.blockTableStride = a.blockTable.size(1);
+    d.offsets = offsets.data_ptr<int64_t>();
+    if (a.history.defined()) {
+        checkAux(a.history, anchor, at::kLong, 1, op, "advance.history");
+        TORCH_CHECK(a.history.size(0) == numSeqs, op, ": advance.history must have ", numSeqs, " entries");
+        d.history = a.history.data_ptr<int64_t>();
+    }
+    return d;
+}
+
+}  // namespace
 
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
                   const at::Tensor& temperature, const at::Tensor& topK, const at::Tensor& repetitionPenalty,
@@ -926,34 +990,7 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
             p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
         }
     }
-    if (advance) {
-        const SampleAdvance& a = *advance;
-        checkAux(a.contextLens, logits, at::kInt, 1, op, "advance.contextLens");
-        checkAux(a.slots, logits, at::kLong, 1, op, "advance.slots");
-        checkAux(a.blockTable, logits, at::kInt, 2, op, "advance.blockTable");
-        TORCH_CHECK(a.positions.defined() && a.positions.device() == logits.device() &&
-                        a.positions.scalar_type() == at::kLong && a.positions.dim() == 2 &&
-                        a.positions.size(1) == numSeqs && a.positions.stride(1) == 1,
-                    op, ": advance.positions must be [axes, ", numSeqs, "] int64 with contiguous rows on ",
-                    logits.device(), ", got ", a.positions.sizes());
-        TORCH_CHECK(a.contextLens.size(0) == numSeqs && a.slots.size(0) == numSeqs && a.blockTable.size(0) == numSeqs &&
-                        a.blockTable.size(1) > 0,
-                    op, ": advance tensors must have ", numSeqs, " rows");
-        DecodeAdvance& d = p.advance;
-        d.contextLens = a.contextLens.data_ptr<int32_t>();
-        d.positions = a.positions.data_ptr<int64_t>();
-        d.positionsAxisStride = a.positions.size(0) > 1 ? a.positions.stride(0) : numSeqs;
-        d.numPosAxes = toInt(a.positions.size(0), op, "advance axes");
-        d.slots = a.slots.data_ptr<int64_t>();
-        d.blockTable = a.blockTable.data_ptr<int32_t>();
-        d.blockTableStride = a.blockTable.size(1);
-        d.offsets = offsets.data_ptr<int64_t>();
-        if (a.history.defined()) {
-            checkAux(a.history, logits, at::kLong, 1, op, "advance.history");
-            TORCH_CHECK(a.history.size(0) == numSeqs, op, ": advance.history must have ", numSeqs, " entries");
-            d.history = a.history.data_ptr<int64_t>();
-        }
-    }
+    if (advance) p.advance = decodeAdvanceOf(*advance, logits, numSeqs, offsets, op);
     dispatch(logits, op, p, LECTOR_LAUNCHER(launchSampleTokens), &ref::sampleTokensRef);
 }
 
@@ -961,6 +998,131 @@ int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab)
 {
     const int n = toInt(numSeqs, "sampleScratchWords", "numSeqs");
     return gpu::sampleTokensScratchWords(n, toInt(vocab, "sampleScratchWords", "vocab"));
+}
+
+// --- greedy screen ---
+
+namespace {
+
+int greedyScreenCtasOn(int64_t vocab, const c10::Device& device)
+{
+    return greedyScreenCtas(toInt(vocab, "greedyScreen", "vocab"), multiProcessors(device, "greedyScreen"));
+}
+
+}  // namespace
+
+GreedyScreenHead quantizeGreedyScreen(const at::Tensor& weight)
+{
+    TORCH_CHECK(weight.dim() == 2 && weight.size(0) > 0 && weight.size(1) > 0, "quantizeGreedyScreen: weight must be "
+                "[vocab, k], got ", weight.sizes());
+    (void)dtypeOf(weight, "quantizeGreedyScreen", "weight");
+    GreedyScreenHead h;
+    h.q = at::empty(weight.sizes(), weight.options().dtype(at::kChar));
+    h.scales = at::empty({weight.size(0)}, weight.options().dtype(at::kFloat));
+    // In stretches of rows, so that loading a model needs no float32 copy of its whole head (495 MB here).
+    constexpr int64_t kRowsAtOnce = 8192;
+    for (int64_t r = 0; r < weight.size(0); r += kRowsAtOnce) {
+        const int64_t n = std::min(kRowsAtOnce, weight.size(0) - r);
+        const at::Tensor w = weight.narrow(0, r, n).to(at::kFloat);
+        const at::Tensor scales = w.abs().amax(1) / 127.0f;
+        // A zero row keeps scale 0 and q 0; dividing by 1 there avoids 0 / 0.
+        const at::Tensor divisor = at::where(scales > 0, scales, at::ones_like(scales)).unsqueeze(1);
+        h.scales.narrow(0, r, n).copy_(scales);
+        h.q.narrow(0, r, n).copy_((w / divisor).round().clamp(-127.0, 127.0).to(at::kChar));
+    }
+    return h;
+}
+
+std::string greedyScreenUnsupported(const at::Tensor& weight)
+{
+    if (weight.dim() != 2 || weight.stride(1) != 1) return "the LM head is not [vocab, k] with contiguous rows";
+    if (weight.scalar_type() != at::kFloat && weight.scalar_type() != at::kHalf && weight.scalar_type() != at::kBFloat16)
+        return "the LM head is not float32, float16 or bfloat16";
+    if (!weight.is_cuda()) return weight.is_cpu() ? "" : "the LM head is on neither CPU nor CUDA";
+    const int64_t k = weight.size(1);
+    if (k % 16 != 0 || k > kScreenMaxK)
+        return "the CUDA kernel takes rows of a multiple of 16 up to " + std::to_string(kScreenMaxK) + " elements, not " +
+               std::to_string(k);
+    if ((reinterpret_cast<uintptr_t>(weight.data_ptr()) & 15u) || (weight.stride(0) * weight.element_size()) % 16 != 0)
+        return "the LM head's rows are not 16-byte aligned";
+#ifndef LECTOR_GPU_HAVE_LAUNCHERS
+    return "this build has no CUDA kernels";
+#else
+    return "";
+#endif
+}
+
+int64_t greedyScreenScratchWords(int64_t vocab, const c10::Device& device)
+{
+    return gpu::greedyScreenScratchWords(greedyScreenCtasOn(vocab, device));
+}
+
+void greedyScreen(const at::Tensor& outToken, const at::Tensor& x, const at::Tensor& weight, const GreedyScreenHead& head,
+                  const at::Tensor& presence, const at::Tensor& presenceRow, const at::Tensor& penalty, bool updatePresence,
+                  const at::Tensor& scratch, const SampleAdvance* advance, const at::Tensor& offsets, const at::Tensor& stats)
+{
+    const char* op = "greedyScreen";
+    const std::string why = greedyScreenUnsupported(weight);
+    TORCH_CHECK(why.empty(), op, ": ", why);
+    const DType dtype = dtypeOf(weight, op, "weight");
+    const int64_t vocab = weight.size(0), k = weight.size(1);
+    TORCH_CHECK(x.scalar_type() == weight.scalar_type() && x.device() == weight.device() && x.is_contiguous() &&
+                    x.numel() == k,
+                op, ": x must be ", k, " contiguous ", weight.scalar_type(), " values on ", weight.device(), ", got ",
+                x.sizes(), " ", x.scalar_type());
+    TORCH_CHECK(head.q.defined() && head.q.scalar_type() == at::kChar && head.q.device() == weight.device() &&
+                    head.q.is_contiguous() && head.q.sizes() == weight.sizes(),
+                op, ": head.q must be contiguous int8 ", weight.sizes(), " (quantizeGreedyScreen)");
+    checkAux(head.scales, weight, at::kFloat, 1, op, "head.scales");
+    TORCH_CHECK(head.scales.size(0) == vocab, op, ": head.scales must have ", vocab, " entries");
+    checkAux(outToken, weight, at::kLong, 1, op, "outToken");
+    TORCH_CHECK(outToken.size(0) == 1, op, ": outToken must be one int64");
+    GreedyScreenParams p;
+    p.dtype = dtype;
+    p.x = x.data_ptr();
+    p.weight = weight.data_ptr();
+    p.weightStride = weight.stride(0);
+    p.q = head.q.data_ptr<int8_t>();
+    p.scales = head.scales.data_ptr<float>();
+    p.vocab = toInt(vocab, op, "vocab");
+    p.k = toInt(k, op, "k");
+    p.outToken = outToken.data_ptr<int64_t>();
+    p.updatePresence = updatePresence;
+    if (presence.defined()) {
+        TORCH_CHECK((presence.scalar_type() == at::kByte || presence.scalar_type() == at::kBool) && presence.dim() == 2 &&
+                        presence.size(1) == vocab && presence.stride(1) == 1 && presence.device() == weight.device(),
+                    op, ": presence must be [rows, ", vocab, "] uint8 with contiguous rows on ", weight.device());
+        checkAux(presenceRow, weight, at::kLong, 1, op, "presenceRow");
+        TORCH_CHECK(presenceRow.size(0) == 1, op, ": presenceRow must be one int64");
+        if (presenceRow.is_cpu())
+            TORCH_CHECK(*presenceRow.data_ptr<int64_t>() >= 0 && *presenceRow.data_ptr<int64_t>() < presence.size(0), op,
+                        ": presence row ", *presenceRow.data_ptr<int64_t>(), " is out of range");
+        p.presence = static_cast<uint8_t*>(presence.data_ptr());
+        p.presenceStride = presence.stride(0);
+        p.presenceRow = presenceRow.data_ptr<int64_t>();
+    }
+    if (penalty.defined()) {
+        checkAux(penalty, weight, at::kFloat, 1, op, "penalty");
+        TORCH_CHECK(penalty.size(0) == 1, op, ": penalty must be one float32");
+        p.penalty = penalty.data_ptr<float>();
+    }
+    p.numCtas = greedyScreenCtasOn(vocab, weight.device());
+    at::Tensor words = scratch;  // keeps a scratch allocated here alive until the launch is queued
+    const int64_t need = gpu::greedyScreenScratchWords(p.numCtas);
+    if (words.defined()) {
+        checkAux(words, weight, at::kLong, 1, op, "scratch");
+        TORCH_CHECK(words.size(0) >= need, op, ": scratch needs ", need, " words, got ", words.size(0));
+    } else {
+        words = at::zeros({need}, weight.options().dtype(at::kLong));
+    }
+    p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
+    if (stats.defined()) {
+        checkAux(stats, weight, at::kLong, 1, op, "stats");
+        TORCH_CHECK(stats.size(0) >= 2, op, ": stats must hold 2 int64");
+        p.stats = reinterpret_cast<unsigned long long*>(stats.data_ptr<int64_t>());
+    }
+    if (advance) p.advance = decodeAdvanceOf(*advance, weight, 1, offsets, op);
+    dispatch(weight, op, p, LECTOR_LAUNCHER(launchGreedyScreen), &ref::greedyScreenRef);
 }
 
 }  // namespace lector::gpu

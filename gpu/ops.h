@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/kernels/greedy_screen.cuh"
 #include "gpu/kernels/paged_prefill_attention.cuh"
 #include "gpu/kernels/head_parallel_decode.cuh"
 #include "gpu/kernels/persistent_decode.cuh"
@@ -184,12 +185,20 @@ public:
     // runs (so a CUDA graph can capture it with fixed inputs).
     void step(const at::Tensor& logits, const at::Tensor& tokenId, const at::Tensor& positions, const at::Tensor& slot,
               const at::Tensor& contextLen, const at::Tensor& blockTable) const;
+    // The same step up to the final norm: its row into hidden [1, hidden] (the model's dtype), no logits
+    // (the greedy screen's input). The head-parallel kernels and the CPU reference (hasStepHidden()).
+    void stepHidden(const at::Tensor& hidden, const at::Tensor& tokenId, const at::Tensor& positions,
+                    const at::Tensor& slot, const at::Tensor& contextLen, const at::Tensor& blockTable) const;
+    bool hasStepHidden() const;
     int numCtas() const { return m_params.numCtas; }
     // Keys a step attends to before it reads some after its PDL wait (head-parallel kernels: 16 x 84; the
     // persistent kernel streams every key the same way: no limit). Longer contexts run slower than the chain.
     int64_t prefetchedContext() const;
 
 private:
+    void run(PersistentDecodeParams p, const at::Tensor& tokenId, const at::Tensor& positions, const at::Tensor& slot,
+             const at::Tensor& contextLen, const at::Tensor& blockTable, const char* op) const;
+
     PersistentDecoderModel m_model;
     Kind m_kind;
     PersistentDecodeParams m_params;  // the model's part
@@ -224,5 +233,29 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
                   const SampleAdvance* advance = nullptr);
 // Scratch words sampleTokens needs for numSeqs sequences of `vocab` logits on CUDA.
 int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab);
+
+// --- greedy screen ---
+
+// The LM head's 8-bit copy for greedyScreen (greedy_screen.cuh), on weight's device: q [vocab, k] int8 =
+// rint(w / scales[r]) in [-127, 127], scales [vocab] float32 = max |w[r]| / 127. 124 MB for HunyuanOCR.
+struct GreedyScreenHead {
+    at::Tensor q, scales;
+};
+GreedyScreenHead quantizeGreedyScreen(const at::Tensor& weight);
+// Empty when greedyScreen runs for this head [vocab, k] on its device, else why not (CUDA: k a multiple of
+// 16 up to gpu::kScreenMaxK, rows 16-byte aligned; the CPU reference takes any k).
+std::string greedyScreenUnsupported(const at::Tensor& weight);
+// outToken [1] int64 = the greedy token after x [k] or [1, k] (weight's dtype) through weight [vocab, k]:
+// the argmax of its logits after the repetition penalty (penalty [1] float32, undefined: none) of presence
+// row presenceRow[0] ([1] int64) of presence [rows, vocab] uint8 (undefined: no penalty), ties to the
+// lower id, without computing most logits (greedy_screen.cuh). updatePresence marks the token. scratch:
+// int64 zeros of greedyScreenScratchWords(vocab, device) words, left zero (undefined: allocated here).
+// advance / offsets as sampleTokens' (one sequence). stats (optional, int64 [2] on the device): += rows
+// recomputed exactly, += 1.
+void greedyScreen(const at::Tensor& outToken, const at::Tensor& x, const at::Tensor& weight, const GreedyScreenHead& head,
+                  const at::Tensor& presence, const at::Tensor& presenceRow, const at::Tensor& penalty, bool updatePresence,
+                  const at::Tensor& scratch = at::Tensor(), const SampleAdvance* advance = nullptr,
+                  const at::Tensor& offsets = at::Tensor(), const at::Tensor& stats = at::Tensor());
+int64_t greedyScreenScratchWords(int64_t vocab, const c10::Device& device);
 
 }  // namespace lector::gpu

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
-# bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_sync_latency,
+# bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
 # bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all ten)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -25,6 +25,7 @@ declare -A DEPS=(
   [bench_skinny_gemm]="gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/kernels/rms_norm.cu gpu/ref/skinny_gemm_ref.cpp gpu/ref/rms_norm_ref.cpp"
   [bench_persistent_decode]="gpu/kernels/persistent_decode.cu gpu/kernels/head_parallel_decode.cu gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu $(ls gpu/ref/*.cpp | tr '\n' ' ')"
   [bench_vision_attention]="gpu/kernels/vision_attention.cu gpu/ref/vision_attention_ref.cpp"
+  [bench_greedy_screen]="gpu/kernels/greedy_screen.cu gpu/kernels/sample_tokens.cu gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu gpu/ref/greedy_screen_ref.cpp"
   [bench_sync_latency]=""
   [bench_persistent_skeleton]=""
   [bench_head_parallel_layers]=""
@@ -32,7 +33,7 @@ declare -A DEPS=(
 )
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 BENCHES=("$@")
-[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
+[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
 
 objOf() { echo "$OBJ/$(echo "$1" | tr '/' '_').o"; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.

@@ -34,7 +34,7 @@ REF=$!
 
 step "configure + build (CUDA libtorch, no GUI)"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm"
+KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm"
 MTESTS="tst_safetensors tst_tokenizer tst_engine tst_onnx_ops tst_onnx_ppocr tst_hunyuan_vision_config tst_hunyuan_text tst_hunyuan_text_units tst_pillow_resize"
 timeout 330 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan $KTESTS $MTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20

@@ -37,7 +37,7 @@ grep -E "Function|REG|STACK|LOCAL" "$WORK/resource-usage.txt" | paste - - | \
   > "$WORK/resource-summary.txt" 2>/dev/null || true
 
 step "kernel tests"
-TESTS=${TESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode"}
+TESTS=${TESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode"}
 pids=()
 for t in $TESTS; do
   ( OMP_NUM_THREADS=2 timeout 240 "$BUILD/tests/kernels/$t" > "$WORK/$t.log" 2>&1; echo "exit $?" >> "$WORK/$t.log" ) &

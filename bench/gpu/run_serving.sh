@@ -57,7 +57,7 @@ REF=$!
 
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_skinny_gemm tst_persistent_decode tst_vision_attention"
+KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention"
 timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill tst_model_runner tst_hunyuan_vision $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
@@ -160,6 +160,30 @@ for kind in ("forced", "stops"):
     ta, tb = a.get("text"), b.get("text")
     same = ta is not None and ta == tb and a.get("tokens") == b.get("tokens")
     print("decode graph steps 1 vs 8 (%s): %s; tokens %s / %s" % (kind, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
+PY
+# The greedy screen (an exact argmax screened through an 8-bit copy of the LM head, in place of the head and
+# the sampler: docs/serving.md) off against the default above, the load's verdict on it, and the page's
+# text both ways, forced and with stops: the same argmax, so the same text.
+LECTOR_GREEDY_SCREEN=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 10 --no-throughput 2>&1 \
+  | grep -E "^(decode|per_token|total)" | sed 's/^/greedy screen off: /' | tee -a "$W/latency.txt"
+for s in 0 1; do
+  LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
+  LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
+    --format jsonl > "$W/screen_stops_$s.jsonl" 2>&1
+done
+LECTOR_LOG=info timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl 2>&1 >/dev/null | grep -m1 "greedy screen" \
+  | sed 's/^/load, default: /' | tee -a "$W/latency.txt"
+grep -m1 "greedy screen" "$W/screen_forced_1.log" | sed 's/^/load, LECTOR_GREEDY_SCREEN=1: /' | tee -a "$W/latency.txt"
+python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
+import json, sys
+w = sys.argv[1]
+for kind in ("forced", "stops"):
+    def page(s):
+        rows = [json.loads(l) for l in open("%s/screen_%s_%d.jsonl" % (w, kind, s)) if l.strip().startswith("{")]
+        return rows[0] if rows else {}
+    a, b = page(0), page(1)
+    same = a.get("text") is not None and a.get("text") == b.get("text") and a.get("tokens") == b.get("tokens")
+    print("greedy screen off vs on (%s): %s; tokens %s / %s" % (kind, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
 PY
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \

@@ -177,6 +177,8 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         tuneRunner(*backend->m_runner, config.retune);
         LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
         backend->m_runner->captureGraphs();
+        if (!backend->m_runner->greedyScreenReport().empty())
+            LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->greedyScreenReport());
         // Our kernels were validated on one GPU generation: where they disagree with the reference
         // decoder on this card, serve with the reference instead of producing wrong text.
         const double error = backend->m_runner->selfCheck();

@@ -96,6 +96,28 @@ void DeviceSampler::launch(const at::Tensor& tokens, const at::Tensor& logits, c
                       scratch, advance);
 }
 
+void DeviceSampler::launchGreedy(const at::Tensor& token, const at::Tensor& x, const at::Tensor& weight,
+                                 const gpu::GreedyScreenHead& head, const at::Tensor& packed, const at::Tensor& scratch,
+                                 const gpu::SampleAdvance* advance) const
+{
+    LECTOR_ASSERT(packed.numel() == packedBytes(1) && weight.size(0) == m_vocab);
+    const at::Tensor d64 = packed.narrow(0, 0, 24).view(at::kLong);
+    const at::Tensor df = packed.narrow(0, 24, 8).view(at::kFloat);
+    gpu::greedyScreen(token, x, weight, head, m_presence, d64.narrow(0, 0, 1), df.narrow(0, 1, 1), /*updatePresence=*/true,
+                      scratch, advance, d64.narrow(0, 2, 1));
+}
+
+std::int64_t DeviceSampler::sampleGreedy(const at::Tensor& x, const at::Tensor& weight, const gpu::GreedyScreenHead& head,
+                                         const DeviceSampling& params)
+{
+    c10::InferenceMode inference;
+    at::Tensor h = at::empty({packedBytes(1)}, at::TensorOptions().dtype(at::kByte).pinned_memory(m_device.is_cuda()));
+    pack({params}, 1, h.data_ptr<std::uint8_t>());
+    const at::Tensor token = at::empty({1}, at::TensorOptions().dtype(at::kLong).device(m_device));
+    launchGreedy(token, x.contiguous(), weight, head, h.to(m_device, /*non_blocking=*/true), at::Tensor());
+    return token.to(at::kCPU).item<std::int64_t>();
+}
+
 PendingTokens DeviceSampler::copyToHost(const at::Tensor& tokens, const at::Tensor& next)
 {
     PendingTokens out;

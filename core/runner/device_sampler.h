@@ -17,7 +17,8 @@
 #include "gpu/device.h"
 
 namespace lector::gpu {
-struct SampleAdvance;  // gpu/ops.h
+struct SampleAdvance;     // gpu/ops.h
+struct GreedyScreenHead;  // gpu/ops.h
 }
 
 namespace lector::runner {
@@ -29,6 +30,9 @@ struct DeviceSampling {
     float repetitionPenalty = 1.0f;
     std::int64_t seed = 0;
     std::int64_t offset = 0;       // tokens this sequence has drawn so far (the draw counter)
+
+    // The draw is the penalized argmax (what launchGreedy() computes).
+    bool greedy() const { return temperature <= 0.0f || topK == 1; }
 };
 
 // The tokens of one sampleAsync() call on their way to the host: the copy is queued right behind the
@@ -76,6 +80,15 @@ public:
     // advance: the decode inputs each sequence's draw moves on (gpu::SampleAdvance), or null.
     void launch(const at::Tensor& tokens, const at::Tensor& logits, const at::Tensor& packed,
                 const at::Tensor& scratch, const gpu::SampleAdvance* advance = nullptr) const;
+    // The same for one greedy sequence (DeviceSampling::greedy()) from the LM head's input row x [1, hidden]
+    // instead of its logits: gpu::greedyScreen over weight (the LM head) and its 8-bit copy, with the
+    // packed row's presence row and penalty; scratch: greedyScreenScratchWords int64 zeros, kept zero.
+    void launchGreedy(const at::Tensor& token, const at::Tensor& x, const at::Tensor& weight,
+                      const gpu::GreedyScreenHead& head, const at::Tensor& packed, const at::Tensor& scratch,
+                      const gpu::SampleAdvance* advance = nullptr) const;
+    // launchGreedy() for one sequence from the host, waiting for its token.
+    std::int64_t sampleGreedy(const at::Tensor& x, const at::Tensor& weight, const gpu::GreedyScreenHead& head,
+                              const DeviceSampling& params);
     // Queues the copy of tokens (int64, on the device) to the host. onDevice() of the result is `next`
     // where given (the ids the next step reads: a decode graph of several steps copies all its steps'
     // tokens but feeds on the last), else `tokens` itself.

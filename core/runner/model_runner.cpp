@@ -141,6 +141,11 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const std::int64_t half = c.headDim / 2;
     m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
 
+    if (const char* env = std::getenv("LECTOR_GREEDY_SCREEN"); env && (env[0] == '0' || env[0] == '1'))
+        m_options.greedyScreen = env[0] == '0' ? RunnerOptions::GreedyScreen::Off : RunnerOptions::GreedyScreen::On;
+    if (m_options.greedyScreen == RunnerOptions::GreedyScreen::On && decoder.device().is_cpu())
+        m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(decoder.lmHead()));
+
     gpu::PersistentDecoderModel pm = persistentDecoderModel(decoder, kv, m_cosSin);
     using P = RunnerOptions::Persistent;
     using Kind = gpu::PersistentDecoder::Kind;
@@ -969,15 +974,27 @@ int ModelRunner::captureGraphs()
         // only after it is done: the persistent decoders start their first kernel without PDL, and the
         // chain's step starts with libtorch's embedding kernel, also without PDL, ahead of our kernels that
         // read the inputs before their wait. The dummy row's slot -1 keeps it from moving in the warm-up.
-        auto captured = [&](bool persistent, int steps) {
+        // screened: the greedy screen instead of the LM head and the sampler (one sequence, a sampler attached).
+        auto captured = [&](bool persistent, int steps, bool screened = false) {
             auto graph = std::make_unique<DecodeGraph>();
             gpu::SampleAdvance advance{meta.contextLens, meta.positions, meta.slots, meta.blockTable, at::Tensor()};
             auto body = [&] {
                 for (int k = 0; k < steps; ++k) {
+                    if (steps > 1) advance.history = m_stepTokens.narrow(0, k, 1);
+                    if (screened) {
+                        at::Tensor hidden = m_screenHidden;
+                        if (persistent)
+                            m_persistent->stepHidden(hidden, meta.ids, meta.positions, meta.slots, meta.contextLens,
+                                                     meta.blockTable.view({-1}));
+                        else
+                            hidden = forward(embedRows(meta, at::Tensor()), meta);
+                        m_sampler->launchGreedy(meta.ids, hidden, m_decoder.lmHead(), *m_screenHead, packed, m_screenScratch,
+                                                steps > 1 ? &advance : nullptr);
+                        continue;
+                    }
                     graph->logits = persistent ? runPersistent(meta) : logits(forward(embedRows(meta, at::Tensor()), meta));
                     if (!m_sampler) continue;
                     // The next step's ids: drawn into this graph's own input, where the next replay (or step) reads them.
-                    if (steps > 1) advance.history = m_stepTokens.narrow(0, k, 1);
                     m_sampler->launch(meta.ids, graph->logits, packed, m_graphScratch.narrow(0, 0, m_sampler->scratchWords(b)),
                                       steps > 1 ? &advance : nullptr);
                 }
@@ -1010,9 +1027,86 @@ int ModelRunner::captureGraphs()
                 m_longContextStepsGraph->graph.replay();
             }
         }
+        // The same graphs of one sequence with the greedy screen (RunnerOptions::greedyScreen).
+        using Screen = RunnerOptions::GreedyScreen;
+        const Screen screen = m_options.greedyScreen;
+        const std::string why = b != 1 || !m_sampler || screen == Screen::Off ? "off"
+                                : persistent && !m_persistent->hasStepHidden()
+                                    ? "the persistent kernel computes its logits itself"
+                                    : gpu::greedyScreenUnsupported(m_decoder.lmHead());
+        if (b == 1 && why != "off" && !why.empty()) m_screenReport = "greedy screen: not used (" + why + ")";
+        if (why.empty()) {
+            m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(m_decoder.lmHead()));
+            const auto on = at::TensorOptions().device(device);
+            m_screenScratch = at::zeros({gpu::greedyScreenScratchWords(m_decoder.config().vocabSize, device)}, on.dtype(at::kLong));
+            m_screenHidden = at::empty({1, m_decoder.config().hiddenSize}, on.dtype(m_decoder.dtype()));
+            m_screened.one = captured(persistent, 1, true);
+            if (m_longContextGraph) m_screened.longContext = captured(false, 1, true);
+            if (m_stepsGraph) m_screened.steps = captured(true, steps, true);
+            if (m_longContextStepsGraph) m_screened.longContextSteps = captured(false, steps, true);
+            keepScreenedGraphsIfBetter(/*timed=*/screen == Screen::Auto);
+        }
     }
     useEagerAttention();
     return static_cast<int>(m_graphs.size());
+}
+
+void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
+{
+    const at::Device device = m_decoder.device();
+    // Graph 1's inputs hold the dummy step (one key of block 0, no K/V written, a greedy draw into the
+    // spare presence row at penalty 1): each graph from id 0, the tokens it draws.
+    const at::Tensor ids = graphInput(0, 1, at::kLong);
+    auto draw = [&](DecodeGraph& g, bool steps) {
+        ids.zero_();
+        g.graph.replay();
+        return (steps ? m_stepTokens : ids).to(at::kCPU).clone();
+    };
+    std::string mismatch;
+    auto compare = [&](DecodeGraph* plain, DecodeGraph* screened, bool steps, const char* name) {
+        if (!plain || !screened || !mismatch.empty()) return;
+        const at::Tensor want = draw(*plain, steps), got = draw(*screened, steps);
+        if (at::equal(want, got)) return;
+        // One step may meet an exact tie that float32 summation order decides: accept it within 1e-5.
+        if (!steps) {
+            const at::Tensor l = plain->logits[0].to(at::kCPU);
+            const double a = l[want.item<std::int64_t>()].item<double>(), c = l[got.item<std::int64_t>()].item<double>();
+            if (std::fabs(a - c) <= 1e-5 * l.abs().max().item<double>()) return;
+        }
+        std::ostringstream out;
+        out << name << " drew " << got << " against " << want;
+        mismatch = out.str();
+    };
+    compare(m_graphs.at(1).get(), m_screened.one.get(), false, "graph 1");
+    compare(m_longContextGraph.get(), m_screened.longContext.get(), false, "the chain's graph 1");
+    compare(m_stepsGraph.get(), m_screened.steps.get(), true, "the graph of several steps");
+    compare(m_longContextStepsGraph.get(), m_screened.longContextSteps.get(), true, "the chain's graph of several steps");
+    ids.zero_();
+    std::string line;
+    bool keep = mismatch.empty();
+    if (!keep) {
+        line = "greedy screen: not used (" + mismatch + ")";
+    } else if (timed) {
+        // Alternating rounds; the best of each (the card's noise only ever adds).
+        double plainUs = 1e30, screenedUs = 1e30;
+        for (int round = 0; round < 3; ++round) {
+            plainUs = std::min(plainUs, gpu::replayMicros(device, m_graphs.at(1)->graph));
+            screenedUs = std::min(screenedUs, gpu::replayMicros(device, m_screened.one->graph));
+        }
+        ids.zero_();
+        keep = screenedUs < plainUs;
+        line = "greedy screen: graph 1 " + std::to_string(static_cast<int>(screenedUs + 0.5)) + " us a replay against " +
+               std::to_string(static_cast<int>(plainUs + 0.5)) + " with the LM head and the sampler" +
+               (keep ? " (taken)" : " (not taken)");
+    } else {
+        line = "greedy screen: on (draws the same tokens on the dummy step)";
+    }
+    if (!keep) {
+        m_screened = ScreenedGraphs();
+        m_screenHead.reset();
+        m_screenHidden = m_screenScratch = at::Tensor();
+    }
+    m_screenReport = line;
 }
 
 std::int64_t ModelRunner::graphMaxBlocks() const
@@ -1089,9 +1183,15 @@ PendingTokens ModelRunner::runSampledSteps(const RunnerStep& step, const std::ve
     RunnerStep one = step;
     std::vector<DeviceSampling> draw = sampling;
     for (int k = 0; k < steps; ++k) {
-        const std::vector<std::int64_t> t = m_sampler->sample(run(one), draw);
-        tokens[k] = t.at(0);
-        one.tokenIds = {t[0]};
+        std::int64_t t = -1;
+        if (m_screenHead && draw[0].greedy()) {  // the screen's reference, as the screened graphs draw
+            const Metadata meta = upload(one);
+            t = m_sampler->sampleGreedy(forward(embedRows(meta, at::Tensor()), meta), m_decoder.lmHead(), *m_screenHead, draw[0]);
+        } else {
+            t = m_sampler->sample(run(one), draw).at(0);
+        }
+        tokens[k] = t;
+        one.tokenIds = {t};
         one.deviceTokenIds = at::Tensor();
         for (std::int64_t& p : one.positions) ++p;
         ++one.seqs[0].past;
@@ -1147,10 +1247,15 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
     const bool longContext = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom;
-    DecodeGraph& graph = steps > 1 ? (longContext ? *m_longContextStepsGraph : *m_stepsGraph)
-                                   : (longContext ? *m_longContextGraph : *it->second);
+    // A greedy draw of one sequence: the screened graphs where captured (RunnerOptions::greedyScreen).
+    const bool screened = b == 1 && sampling && m_screened.one && (*sampling)[0].greedy();
+    const ScreenedGraphs& s = m_screened;
+    DecodeGraph& graph = steps > 1 ? (longContext ? *(screened ? s.longContextSteps : m_longContextStepsGraph)
+                                                  : *(screened ? s.steps : m_stepsGraph))
+                                   : (longContext ? *(screened ? s.longContext : m_longContextGraph)
+                                                  : screened ? *s.one : *it->second);
     graph.graph.replay();
-    return graph.logits.narrow(0, 0, batch);
+    return graph.logits.defined() ? graph.logits.narrow(0, 0, batch) : at::Tensor();
 }
 
 }  // namespace lector::runner

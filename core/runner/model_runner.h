@@ -37,6 +37,7 @@ namespace lector::gpu {
 class CudaGraph;
 class PersistentDecoder;
 struct PersistentDecoderModel;
+struct GreedyScreenHead;
 }
 
 namespace lector::runner {
@@ -73,6 +74,15 @@ struct RunnerOptions {
     // and the chain's graph of the longer contexts beside it (with a sampler attached); on the CPU the
     // steps run one after another (tests).
     int decodeGraphSteps = 8;
+    // A greedy draw of one sequence through the greedy screen (gpu::greedyScreen): the decode step up to
+    // its final norm, then an exact argmax screened through an 8-bit copy of the LM head (124 MB more),
+    // instead of the float16 LM head and the sampler. Graphs of one sequence again, captured with the
+    // others (a sampler attached, CUDA, the head-parallel decoder or the chain). Auto keeps them where
+    // they draw the same tokens as the graphs without and replay faster at load; On keeps them where they
+    // draw the same tokens, and on the CPU draws a launch's greedy steps (runSampledSteps) through the
+    // screen's reference (tests); Off captures none. LECTOR_GREEDY_SCREEN=0 / 1 overrides (comparisons).
+    enum class GreedyScreen { Auto, On, Off };
+    GreedyScreen greedyScreen = GreedyScreen::Auto;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
@@ -164,6 +174,8 @@ public:
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
     // Whether single-sequence decode steps run the persistent kernel, and if not, why.
     const std::string& persistentReport() const { return m_persistentReport; }
+    // What captureGraphs() found of the greedy screen (RunnerOptions::greedyScreen); empty where not tried.
+    const std::string& greedyScreenReport() const { return m_screenReport; }
 
 private:
     struct Metadata;  // device tensors of one step
@@ -266,6 +278,19 @@ private:
     std::unique_ptr<DecodeGraph> m_stepsGraph;
     std::unique_ptr<DecodeGraph> m_longContextStepsGraph;
     at::Tensor m_stepTokens;
+    // The four graphs of one sequence above with the greedy screen in place of the LM head and the sampler
+    // (RunnerOptions::greedyScreen), on the same inputs; runGraph() takes them for a greedy draw.
+    struct ScreenedGraphs {
+        std::unique_ptr<DecodeGraph> one, steps, longContext, longContextSteps;
+    };
+    ScreenedGraphs m_screened;
+    std::unique_ptr<gpu::GreedyScreenHead> m_screenHead;  // the LM head's 8-bit copy
+    at::Tensor m_screenScratch;  // int64 zeros: the screen's ticket, threshold and partials
+    at::Tensor m_screenHidden;   // [1, hidden]: the head-parallel decoder's final row
+    std::string m_screenReport;
+    // Part of captureGraphs(): whether the screened graphs draw what the others draw on the dummy step
+    // (graph 1's inputs), and (timed) whether graph 1 replays faster with the screen; drops them if not.
+    void keepScreenedGraphsIfBetter(bool timed);
 };
 
 // The decoder's weights and kv's caches as gpu::PersistentDecoder reads them (in place, no copies), with

@@ -518,7 +518,8 @@ __global__ void __launch_bounds__(kThreads) hpFinalNormKernel(const __grid_const
     loadWeight4(static_cast<const T*>(p.finalNorm), normW);
     gridDependencyWait();
     allowDependentLaunch();
-    addNorm<T>(b.residualMlp, b.downPartials, nullptr, nullptr, normW, p.eps, static_cast<T*>(b.finalRow), red);
+    addNorm<T>(b.residualMlp, b.downPartials, nullptr, nullptr, normW, p.eps,
+               static_cast<T*>(p.hiddenOut ? p.hiddenOut : b.finalRow), red);
 }
 
 template <class T>
@@ -552,6 +553,7 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
                                                dim3(kHpCluster, 1, 1), params, b, layer));
     }
     LECTOR_CUDA_TRY(launchKernel(hpFinalNormKernel<T>, dim3(1), dim3(kThreads), 0, stream, params, b));
+    if (p.hiddenOut) return cudaSuccess;  // no logits: the greedy screen reads the row
     SkinnyGemmParams g;
     g.dtype = p.dtype;
     g.engine = SkinnyEngine::Simt;
@@ -593,7 +595,7 @@ bool headParallelDecodeSupported(int device)
 cudaError_t launchHeadParallelDecode(const PersistentDecodeParams& p, cudaStream_t stream)
 {
     if (*headParallelDecodeShapeMismatch(p) || !p.layers || !p.embed || !p.finalNorm || !p.lmHead || !p.cosSin ||
-        !p.tokenId || !p.positions || !p.slot || !p.contextLen || !p.blockTable || !p.logits || !p.workspace ||
+        !p.tokenId || !p.positions || !p.slot || !p.contextLen || !p.blockTable || (!p.logits && !p.hiddenOut) || !p.workspace ||
         p.numLayers <= 0 || p.maxPosition <= 0)
         return cudaErrorInvalidValue;
     return p.dtype == DType::F16 ? launchAll<__half>(p, stream) : launchAll<__nv_bfloat16>(p, stream);

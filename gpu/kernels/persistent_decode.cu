@@ -941,7 +941,7 @@ int persistentDecodeSmemBytes(const PersistentDecodeParams& p) { return smemLayo
 
 cudaError_t launchPersistentDecode(const PersistentDecodeParams& p, cudaStream_t stream)
 {
-    if (p.dtype == DType::F32 || p.headDim != kHeadDim || p.numKvHeads <= 0 || p.numQHeads % p.numKvHeads != 0 ||
+    if (p.hiddenOut || p.dtype == DType::F32 || p.headDim != kHeadDim || p.numKvHeads <= 0 || p.numQHeads % p.numKvHeads != 0 ||
         p.numQHeads / p.numKvHeads > kMaxGroup || p.numLayers <= 0 || p.vocab <= 0 || p.hidden <= 0 ||
         p.intermediate <= 0 || p.hidden % 8 != 0 || p.intermediate % 8 != 0 || p.maxPosition <= 0 ||
         p.numPosAxes < 1 || p.numPosAxes > 4 || p.numCtas < p.numKvHeads || p.numCacheBlocks < 0)

@@ -82,6 +82,9 @@ struct PersistentDecodeParams {
     const int32_t* blockTable = nullptr;  // [ceil(contextLen / kKvBlockSize)] block ids
 
     float* logits = nullptr;            // [vocab] float32
+    // [hidden] in the dtype, or nullptr: where set, the step ends with the final norm's row written here and
+    // computes no logits (the greedy screen takes it from there). Head-parallel kernels and the reference only.
+    void* hiddenOut = nullptr;
     void* workspace = nullptr;          // persistentDecodeWorkspaceBytes()
     uint32_t* counters = nullptr;       // persistentDecodeCounterWords() words, zero
     int numCtas = 0;                    // grid size: the device's SM count (persistentDecodeCtas)

@@ -119,6 +119,10 @@ void persistentDecodeRef(const PersistentDecodeParams& p)
         project(delta.data(), act.data(), tensor(l, kPlDown), H, I);
     }
     addNorm(true, p.finalNorm);
+    if (p.hiddenOut) {
+        std::memcpy(p.hiddenOut, normed.data(), H * e);
+        return;
+    }
     project(p.logits, normed.data(), p.lmHead, p.vocab, H, t != DType::F32);
 }
 

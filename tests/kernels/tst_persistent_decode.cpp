@@ -252,6 +252,24 @@ LECTOR_TEST(referenceMatchesFloat64DecoderStep)
     }
 }
 
+LECTOR_TEST(stepHiddenIsTheRowTheLmHeadTakes)
+{
+    // The reference's stepHidden stops before the LM head: its row through the head gives step()'s logits.
+    const Dims d{2, 24, 40, 4, 2, 16, 37, {5, 3}};
+    const Model m = makeModel(d, 111);
+    Caches c = makeCaches(d, 17, 112, 1);
+    std::vector<at::Tensor> keep, keys = cast(c.keys, at::kFloat, at::kCPU), values = cast(c.values, at::kFloat, at::kCPU);
+    const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, at::kFloat, at::kCPU, keep));
+    LECTOR_CHECK(decoder.hasStepHidden());
+    const Step s = twoSteps(d, 17)[0];
+    const Inputs in(c, s, at::kCPU);
+    const at::Tensor logits = at::full({1, d.vocab}, NAN, at::kFloat);
+    decoder.step(logits, in.token, in.positions, in.slot, in.context, in.table);
+    const at::Tensor hidden = at::full({1, d.hidden}, NAN, at::kFloat);
+    decoder.stepHidden(hidden, in.token, in.positions, in.slot, in.context, in.table);
+    kt::expectClose("logits of stepHidden's row", at::mv(m.lmHead, hidden.view({-1})), logits.view({-1}), 1e-10);
+}
+
 LECTOR_TEST(unsupportedModelsAreNamed)
 {
     const Dims d{1, 24, 40, 4, 2, 16, 37, {8}};
@@ -416,6 +434,31 @@ void checkDeterministic(Kind kind)
 }
 
 }  // namespace
+
+LECTOR_TEST(headParallelStepHiddenMatchesReference)
+{
+    kt::requireCuda();
+    const at::Device cuda(at::kCUDA, 0);
+    const Dims d{2, 1024, 3584, 16, 8, 128, 4099, {16, 16, 16, 16}};
+    const Model m = makeModel(d, 4100);
+    const Caches c = makeCaches(d, 1076, 4101, 0);
+    const Step s = twoSteps(d, 1076)[0];
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        std::vector<at::Tensor> keepRef, refKeys = cast(c.keys, type, at::kCPU), refValues = cast(c.values, type, at::kCPU);
+        const gpu::PersistentDecoder ref(decoderModel(m, refKeys, refValues, type, at::kCPU, keepRef));
+        const Inputs refIn(c, s, at::kCPU);
+        const at::Tensor want = at::empty({1, d.hidden}, type);
+        ref.stepHidden(want, refIn.token, refIn.positions, refIn.slot, refIn.context, refIn.table);
+        std::vector<at::Tensor> keep, keys = cast(c.keys, type, cuda), values = cast(c.values, type, cuda);
+        const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, type, cuda, keep), Kind::HeadParallel);
+        LECTOR_CHECK(decoder.hasStepHidden());
+        const Inputs in(c, s, cuda);
+        const at::Tensor got = at::empty({1, d.hidden}, at::TensorOptions().dtype(type).device(cuda));
+        decoder.stepHidden(got, in.token, in.positions, in.slot, in.context, in.table);
+        kt::expectClose("head-parallel stepHidden " + kt::typeName(type), got.cpu().to(at::kFloat).view({-1}),
+                        want.to(at::kFloat).view({-1}), 10 * kt::nmseBound(type));
+    }
+}
 
 LECTOR_TEST(cudaStepIsDeterministic)
 {

@@ -301,6 +301,37 @@ LECTOR_TEST(decodeStepsInLaunchesOfSeveralGiveTheSameTokens)
     LECTOR_CHECK_EQ(guardedSteps[1], 33LL);
 }
 
+// The greedy screen (RunnerOptions::greedyScreen, forced on by LECTOR_GREEDY_SCREEN=1): on the CPU a lone
+// request's greedy steps draw through the screen's reference, from the decoder's final row with the
+// presence row and penalty packed as the screened graphs read them, instead of the sampler over the full
+// logits. The same tokens both ways: 40 forced tokens at penalty 5 (so they vary, and the penalty decides
+// some of them), then a request at penalty 1 that the repeat guard ends (the reference's ids).
+LECTOR_TEST(greedyScreenDrawsTheSamplersTokens)
+{
+    const auto receipt = fixtureImage("receipt_zh");
+    std::string raw[2][2];
+    for (int screen = 0; screen < 2; ++screen) {
+        ::setenv("LECTOR_GREEDY_SCREEN", screen ? "1" : "0", 1);
+        auto backend = makeBackend(4096, 2048, "fused");
+        ::unsetenv("LECTOR_GREEDY_SCREEN");
+        Collected out;
+        backend->add(makeRequest(1, receipt, 40, 5.0f, out, /*ignoreEos=*/true));
+        for (int steps = 0; backend->hasWork() && steps < 100; ++steps) backend->step();
+        backend->add(makeRequest(2, receipt, 400, 1.0f, out));
+        for (int steps = 0; backend->hasWork() && steps < 1000; ++steps) backend->step();
+        LECTOR_CHECK(!backend->hasWork());
+        LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
+        for (RequestId id : {1, 2}) {
+            LECTOR_CHECK_MSG(!out.results[id].failed(), "request " << id);
+            raw[screen][id - 1] = out.results[id].raw.value_or("");
+        }
+        LECTOR_CHECK_EQ(out.results[1].tokens->generated, 40);
+    }
+    LECTOR_CHECK(!raw[1][0].empty());
+    LECTOR_CHECK_EQ(raw[1][0], raw[0][0]);
+    LECTOR_CHECK_EQ(raw[1][1], idsText(referenceIds(*receipt, 400, 1.0f)));
+}
+
 namespace {
 
 void checkCancelFreesBlocks(const std::string& runner)
