@@ -18,6 +18,8 @@
 #     layers in one graph (bench_prefill);
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
+#   - the greedy screen alone at the LM head's shape, checked, then timed against the LM head + sampler
+#     (bench_greedy_screen); one request with it off (LECTOR_GREEDY_SCREEN=0) and the page's text both ways;
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT, tensor-core and warp-group engines against cuBLAS
 #     (bench_skinny_gemm, which checks every engine against the CPU reference first);
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
@@ -58,7 +60,7 @@ REF=$!
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
 KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill tst_model_runner tst_hunyuan_vision $KTESTS > "$W/build.log" 2>&1
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_greedy_screen bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill tst_model_runner tst_hunyuan_vision $KTESTS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -73,6 +75,11 @@ done
 
 step "wait for the references"
 wait $REF; tail -2 "$W/reference.log"; cat "$W/baseline.log" | grep -E "^\{|exit|Error|error" | tail -8
+
+# After the references: they share the card.
+step "the greedy screen alone at the LM head's shape: checks, then against the LM head + sampler (bench_greedy_screen)"
+timeout 90 "$B/gpu/bench_greedy_screen" > "$W/greedy_screen.md" 2>&1; echo "greedy screen exit $?"
+grep -v "^$" "$W/greedy_screen.md" | head -20
 # 256 different pages (p000 is the page above), and the first 64 of them: the bursts and the Poisson
 # stream submit distinct images, as users do, not one image many times.
 make_pages /tmp/pages 256 > /dev/null; mkdir -p /tmp/pages64
@@ -149,18 +156,9 @@ for n in 1 8; do
   timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} --decode-graph-steps $n \
     --format jsonl > "$W/steps_stops_$n.jsonl" 2>&1
 done
-python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
-import json, sys
-w = sys.argv[1]
-for kind in ("forced", "stops"):
-    def page(n):
-        rows = [json.loads(l) for l in open("%s/steps_%s_%d.jsonl" % (w, kind, n)) if l.strip().startswith("{")]
-        return rows[0] if rows else {}
-    a, b = page(1), page(8)
-    ta, tb = a.get("text"), b.get("text")
-    same = ta is not None and ta == tb and a.get("tokens") == b.get("tokens")
-    print("decode graph steps 1 vs 8 (%s): %s; tokens %s / %s" % (kind, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
-PY
+for kind in forced stops; do
+  same_page "decode graph steps 1 vs 8 ($kind)" "$W/steps_${kind}_1.jsonl" "$W/steps_${kind}_8.jsonl"
+done | tee -a "$W/latency.txt"
 # The greedy screen (an exact argmax screened through an 8-bit copy of the LM head, in place of the head and
 # the sampler: docs/serving.md) off against the default above, the load's verdict on it, and the page's
 # text both ways, forced and with stops: the same argmax, so the same text.
@@ -174,17 +172,9 @@ done
 LECTOR_LOG=info timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl 2>&1 >/dev/null | grep -m1 "greedy screen" \
   | sed 's/^/load, default: /' | tee -a "$W/latency.txt"
 grep -m1 "greedy screen" "$W/screen_forced_1.log" | sed 's/^/load, LECTOR_GREEDY_SCREEN=1: /' | tee -a "$W/latency.txt"
-python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
-import json, sys
-w = sys.argv[1]
-for kind in ("forced", "stops"):
-    def page(s):
-        rows = [json.loads(l) for l in open("%s/screen_%s_%d.jsonl" % (w, kind, s)) if l.strip().startswith("{")]
-        return rows[0] if rows else {}
-    a, b = page(0), page(1)
-    same = a.get("text") is not None and a.get("text") == b.get("text") and a.get("tokens") == b.get("tokens")
-    print("greedy screen off vs on (%s): %s; tokens %s / %s" % (kind, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
-PY
+for kind in forced stops; do
+  same_page "greedy screen off vs on ($kind)" "$W/screen_${kind}_0.jsonl" "$W/screen_${kind}_1.jsonl"
+done | tee -a "$W/latency.txt"
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(vision|total)" | sed 's/^/vision attention by SDPA: /' | tee -a "$W/latency.txt"
@@ -247,15 +237,7 @@ timeout 60 $CLI bench /tmp/pages/p000.ppm $L --decode-graph-steps 1 --warmup 1 -
 for n in 1 8; do
   timeout 60 $CLI recognize /tmp/pages/p000.ppm $L --decode-graph-steps $n --format jsonl > "$W/steps_long_$n.jsonl" 2>&1
 done
-python3 - "$W" <<'PY' | tee -a "$W/latency.txt"
-import json, sys
-def page(n):
-    rows = [json.loads(l) for l in open("%s/steps_long_%d.jsonl" % (sys.argv[1], n)) if l.strip().startswith("{")]
-    return rows[0] if rows else {}
-a, b = page(1), page(8)
-same = a.get("text") is not None and a.get("text") == b.get("text") and a.get("tokens") == b.get("tokens")
-print("decode graph steps 1 vs 8 (1000 tokens): %s; tokens %s / %s" % ("same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
-PY
+same_page "decode graph steps 1 vs 8 (1000 tokens)" "$W/steps_long_1.jsonl" "$W/steps_long_8.jsonl" | tee -a "$W/latency.txt"
 step "64 and 256 pages at once"
 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64.json" 2>&1
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256.json" 2>&1

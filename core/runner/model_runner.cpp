@@ -1036,15 +1036,23 @@ int ModelRunner::captureGraphs()
                                     : gpu::greedyScreenUnsupported(m_decoder.lmHead());
         if (b == 1 && why != "off" && !why.empty()) m_screenReport = "greedy screen: not used (" + why + ")";
         if (why.empty()) {
-            m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(m_decoder.lmHead()));
-            const auto on = at::TensorOptions().device(device);
-            m_screenScratch = at::zeros({gpu::greedyScreenScratchWords(m_decoder.config().vocabSize, device)}, on.dtype(at::kLong));
-            m_screenHidden = at::empty({1, m_decoder.config().hiddenSize}, on.dtype(m_decoder.dtype()));
-            m_screened.one = captured(persistent, 1, true);
-            if (m_longContextGraph) m_screened.longContext = captured(false, 1, true);
-            if (m_stepsGraph) m_screened.steps = captured(true, steps, true);
-            if (m_longContextStepsGraph) m_screened.longContextSteps = captured(false, steps, true);
-            keepScreenedGraphsIfBetter(/*timed=*/screen == Screen::Auto);
+            // An optional path: whatever fails here leaves the plain graphs serving, and says why.
+            try {
+                m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(m_decoder.lmHead()));
+                const auto on = at::TensorOptions().device(device);
+                m_screenScratch =
+                    at::zeros({gpu::greedyScreenScratchWords(m_decoder.config().vocabSize, device)}, on.dtype(at::kLong));
+                m_screenHidden = at::empty({1, m_decoder.config().hiddenSize}, on.dtype(m_decoder.dtype()));
+                m_screened.one = captured(persistent, 1, true);
+                if (m_longContextGraph) m_screened.longContext = captured(false, 1, true);
+                if (m_stepsGraph) m_screened.steps = captured(true, steps, true);
+                if (m_longContextStepsGraph) m_screened.longContextSteps = captured(false, steps, true);
+                keepScreenedGraphsIfBetter(/*timed=*/screen == Screen::Auto);
+            } catch (const std::exception& e) {
+                dropScreenedGraphs();
+                const std::string what = e.what();
+                m_screenReport = "greedy screen: not used (" + what.substr(0, what.find('\n')) + ")";
+            }
         }
     }
     useEagerAttention();
@@ -1101,12 +1109,15 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
     } else {
         line = "greedy screen: on (draws the same tokens on the dummy step)";
     }
-    if (!keep) {
-        m_screened = ScreenedGraphs();
-        m_screenHead.reset();
-        m_screenHidden = m_screenScratch = at::Tensor();
-    }
+    if (!keep) dropScreenedGraphs();
     m_screenReport = line;
+}
+
+void ModelRunner::dropScreenedGraphs()
+{
+    m_screened = ScreenedGraphs();
+    m_screenHead.reset();
+    m_screenHidden = m_screenScratch = at::Tensor();
 }
 
 std::int64_t ModelRunner::graphMaxBlocks() const

@@ -291,6 +291,7 @@ private:
     // Part of captureGraphs(): whether the screened graphs draw what the others draw on the dummy step
     // (graph 1's inputs), and (timed) whether graph 1 replays faster with the screen; drops them if not.
     void keepScreenedGraphsIfBetter(bool timed);
+    void dropScreenedGraphs();
 };
 
 // The decoder's weights and kv's caches as gpu::PersistentDecoder reads them (in place, no copies), with

@@ -377,6 +377,7 @@ bool benchRunner(const TextDecoder& decoder, const HunyuanConfig& config, const 
     sampled.attachSampler(graphSampler);
     sampled.tuneLayouts();
     sampled.captureGraphs();
+    if (!sampled.greedyScreenReport().empty()) std::printf("- %s\n\n", sampled.greedyScreenReport().c_str());
 
     bool ok = true;
     if (opt.count("golden")) {
