@@ -51,7 +51,8 @@ int main(int argc, char** argv)
     auto dToken = std::make_unique<DeviceBuffer>(8);
     auto dStats = upload(std::vector<unsigned long long>{0, 0});
     const int ctas = gpu::greedyScreenCtas(vocab, sms);
-    auto dScratch = upload(std::vector<unsigned long long>(size_t(gpu::greedyScreenScratchWords(ctas)), 0));
+    // Room for the grid sweep below (up to 4 CTAs a multiprocessor).
+    auto dScratch = upload(std::vector<unsigned long long>(size_t(gpu::greedyScreenScratchWords(4 * sms)), 0));
     // The sampler's side: logits, its parameters (greedy), its scratch.
     auto dLogits = std::make_unique<DeviceBuffer>(size_t(vocab) * 4);
     auto dTemp = upload(std::vector<float>{0.0f});
@@ -165,6 +166,19 @@ int main(int argc, char** argv)
         std::printf("| **greedy screen** | **%.2f** | %.2f |\n", screenUs, screenBytes / bandwidth * 1e6);
         std::printf("\nscreen against head + sampler: %.2f us less a step (%.1f ms over a page's 256 tokens)\n",
                     bothUs - screenUs, (bothUs - screenUs) * 256 / 1e3);
+        // The grid: greedyScreenCtas takes 2 CTAs a multiprocessor (2 fit by registers); 1, 3 and 4 for comparison.
+        std::printf("\n| CTAs | us a call | token |\n|---|---|---|\n");
+        for (int perSm : {1, 2, 3, 4}) {
+            gpu::GreedyScreenParams v = p;
+            v.numCtas = std::min(perSm * sms, (vocab + 31) / 32);
+            v.stats = nullptr;
+            const double us = graphMicros(stream, 20, [&](int) { return gpu::launchGreedyScreen(v, stream) == cudaSuccess; });
+            int64_t t = -1;
+            check(cudaMemcpy(&t, dToken->ptr, 8, cudaMemcpyDeviceToHost), "token");
+            const bool ok = same(t, refToken);
+            failures += !ok;
+            std::printf("| %d (%d a multiprocessor) | %.2f | %lld%s |\n", v.numCtas, perSm, us, (long long)t, ok ? "" : " MISMATCH");
+        }
     }
     std::printf("%s\n", failures ? "CHECKS FAILED" : "all checks passed");
     return failures ? 1 : 0;
