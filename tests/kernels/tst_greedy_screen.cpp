@@ -238,8 +238,11 @@ LECTOR_TEST(cudaMatchesTheReference)
                 const Run want = screen(host, hostHead);
                 Case dev{host.weight.to(cuda), host.x.to(cuda), host.presence.to(cuda), penalty};
                 const gpu::GreedyScreenHead head = gpu::quantizeGreedyScreen(dev.weight);
-                LECTOR_CHECK(at::equal(head.q.cpu(), hostHead.q));
+                // The device's copy of the head: the same scales; q may differ by one step where w / s lies
+                // within an ulp of a half (the bound allows for that), and almost nowhere.
                 LECTOR_CHECK(at::equal(head.scales.cpu(), hostHead.scales));
+                const at::Tensor qDiff = (head.q.cpu().to(at::kInt) - hostHead.q.to(at::kInt)).abs();
+                LECTOR_CHECK(qDiff.max().item<int>() <= 1 && qDiff.sum().item<int64_t>() * 100000 <= qDiff.numel());
                 const at::Tensor scratch = at::zeros({gpu::greedyScreenScratchWords(vocab, cuda)}, at::TensorOptions().dtype(at::kLong).device(cuda));
                 for (int launch = 0; launch < 3; ++launch) {
                     const Run got = screen(dev, head, false, scratch);
