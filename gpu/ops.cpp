@@ -1052,6 +1052,31 @@ std::string greedyScreenUnsupported(const at::Tensor& weight)
 #endif
 }
 
+int64_t persistGreedyScreenInL2(GreedyScreenHead& head, int64_t bytes)
+{
+    head.l2PersistBytes = 0;
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    if (!head.q.defined() || !head.q.is_cuda()) return 0;
+    const c10::DeviceGuard guard(head.q.device());
+    int maxPersisting = 0, maxWindow = 0;
+    if (cudaDeviceGetAttribute(&maxPersisting, cudaDevAttrMaxPersistingL2CacheSize, head.q.device().index()) != cudaSuccess ||
+        cudaDeviceGetAttribute(&maxWindow, cudaDevAttrMaxAccessPolicyWindowSize, head.q.device().index()) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    const int64_t keep = std::max<int64_t>(0, std::min<int64_t>({bytes, int64_t(maxPersisting), int64_t(maxWindow), int64_t(head.q.nbytes())}));
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(keep)) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    head.l2PersistBytes = keep;
+    return keep;
+#else
+    (void)bytes;
+    return 0;
+#endif
+}
+
 int64_t greedyScreenScratchWords(int64_t vocab, const c10::Device& device)
 {
     return gpu::greedyScreenScratchWords(greedyScreenCtasOn(vocab, device));
@@ -1107,6 +1132,7 @@ void greedyScreen(const at::Tensor& outToken, const at::Tensor& x, const at::Ten
         p.penalty = penalty.data_ptr<float>();
     }
     p.numCtas = greedyScreenCtasOn(vocab, weight.device());
+    if (weight.is_cuda()) p.l2PersistBytes = size_t(std::max<int64_t>(head.l2PersistBytes, 0));
     at::Tensor words = scratch;  // keeps a scratch allocated here alive until the launch is queued
     const int64_t need = gpu::greedyScreenScratchWords(p.numCtas);
     if (words.defined()) {
