@@ -919,6 +919,16 @@ DecodeAdvance decodeAdvanceOf(const SampleAdvance& a, const at::Tensor& anchor, 
     return d;
 }
 
+// A kernel's scratch of `need` int64 words on anchor's device: the caller's (kept zero between launches),
+// checked, or zeros allocated here. Keep the result alive until the launch is queued.
+at::Tensor scratchWords(const at::Tensor& given, const at::Tensor& anchor, int64_t need, const char* op)
+{
+    if (!given.defined()) return at::zeros({need}, anchor.options().dtype(at::kLong));
+    checkAux(given, anchor, at::kLong, 1, op, "scratch");
+    TORCH_CHECK(given.size(0) >= need, op, ": scratch needs ", need, " words, got ", given.size(0));
+    return given;
+}
+
 }  // namespace
 
 void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const at::Tensor& presence,
@@ -980,13 +990,7 @@ void sampleTokens(const at::Tensor& outTokens, const at::Tensor& logits, const a
         p.slices = sampleTokensSlices(p.numSeqs, p.vocabSize);
         const int64_t need = gpu::sampleTokensScratchWords(p.numSeqs, p.vocabSize);
         if (need > 0) {
-            if (scratch.defined()) {
-                checkAux(scratch, logits, at::kLong, 1, op, "scratch");
-                TORCH_CHECK(scratch.size(0) >= need, op, ": scratch needs ", need, " words, got ", scratch.size(0));
-                words = scratch;
-            } else {
-                words = at::zeros({need}, logits.options().dtype(at::kLong));
-            }
+            words = scratchWords(scratch, logits, need, op);
             p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
         }
     }
@@ -1133,14 +1137,7 @@ void greedyScreen(const at::Tensor& outToken, const at::Tensor& x, const at::Ten
     }
     p.numCtas = greedyScreenCtasOn(vocab, weight.device());
     if (weight.is_cuda()) p.l2PersistBytes = size_t(std::max<int64_t>(head.l2PersistBytes, 0));
-    at::Tensor words = scratch;  // keeps a scratch allocated here alive until the launch is queued
-    const int64_t need = gpu::greedyScreenScratchWords(p.numCtas);
-    if (words.defined()) {
-        checkAux(words, weight, at::kLong, 1, op, "scratch");
-        TORCH_CHECK(words.size(0) >= need, op, ": scratch needs ", need, " words, got ", words.size(0));
-    } else {
-        words = at::zeros({need}, weight.options().dtype(at::kLong));
-    }
+    const at::Tensor words = scratchWords(scratch, weight, gpu::greedyScreenScratchWords(p.numCtas), op);
     p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
     if (stats.defined()) {
         checkAux(stats, weight, at::kLong, 1, op, "stats");

@@ -83,38 +83,50 @@ std::int64_t DeviceSampler::scratchWords(std::int64_t rows) const
     return m_device.is_cuda() ? gpu::sampleScratchWords(rows, m_vocab) : 0;
 }
 
+DeviceSampler::PackedViews DeviceSampler::views(const at::Tensor& packed, std::int64_t rows)
+{
+    LECTOR_ASSERT(packed.numel() == packedBytes(rows));
+    const std::int64_t S = rows;
+    const at::Tensor d64 = packed.narrow(0, 0, 24 * S).view(at::kLong);
+    const at::Tensor df = packed.narrow(0, 24 * S, 8 * S).view(at::kFloat);
+    return {d64.narrow(0, 0, S), d64.narrow(0, S, S),     d64.narrow(0, 2 * S, S),
+            df.narrow(0, 0, S),  df.narrow(0, S, S), packed.narrow(0, 32 * S, 4 * S).view(at::kInt)};
+}
+
+at::Tensor DeviceSampler::packedOnDevice(const std::vector<DeviceSampling>& params) const
+{
+    const auto S = static_cast<std::int64_t>(params.size());
+    at::Tensor h = at::empty({packedBytes(S)}, at::TensorOptions().dtype(at::kByte).pinned_memory(m_device.is_cuda()));
+    pack(params, S, h.data_ptr<std::uint8_t>());
+    return h.to(m_device, /*non_blocking=*/true);
+}
+
 void DeviceSampler::launch(const at::Tensor& tokens, const at::Tensor& logits, const at::Tensor& packed,
                            const at::Tensor& scratch, const gpu::SampleAdvance* advance) const
 {
     const std::int64_t S = logits.size(0);
-    LECTOR_ASSERT(logits.dim() == 2 && logits.size(1) == m_vocab && packed.numel() == packedBytes(S));
-    const at::Tensor d64 = packed.narrow(0, 0, 24 * S).view(at::kLong);
-    const at::Tensor df = packed.narrow(0, 24 * S, 8 * S).view(at::kFloat);
-    const at::Tensor topK = packed.narrow(0, 32 * S, 4 * S).view(at::kInt);
-    gpu::sampleTokens(tokens, logits.contiguous(), m_presence, df.narrow(0, 0, S), topK, df.narrow(0, S, S),
-                      d64.narrow(0, S, S), d64.narrow(0, 2 * S, S), /*updatePresence=*/true, d64.narrow(0, 0, S),
-                      scratch, advance);
+    LECTOR_ASSERT(logits.dim() == 2 && logits.size(1) == m_vocab);
+    const PackedViews v = views(packed, S);
+    gpu::sampleTokens(tokens, logits.contiguous(), m_presence, v.temperature, v.topK, v.penalty, v.seeds, v.offsets,
+                      /*updatePresence=*/true, v.presenceRows, scratch, advance);
 }
 
 void DeviceSampler::launchGreedy(const at::Tensor& token, const at::Tensor& x, const at::Tensor& weight,
                                  const gpu::GreedyScreenHead& head, const at::Tensor& packed, const at::Tensor& scratch,
                                  const gpu::SampleAdvance* advance) const
 {
-    LECTOR_ASSERT(packed.numel() == packedBytes(1) && weight.size(0) == m_vocab);
-    const at::Tensor d64 = packed.narrow(0, 0, 24).view(at::kLong);
-    const at::Tensor df = packed.narrow(0, 24, 8).view(at::kFloat);
-    gpu::greedyScreen(token, x, weight, head, m_presence, d64.narrow(0, 0, 1), df.narrow(0, 1, 1), /*updatePresence=*/true,
-                      scratch, advance, d64.narrow(0, 2, 1));
+    LECTOR_ASSERT(weight.size(0) == m_vocab);
+    const PackedViews v = views(packed, 1);
+    gpu::greedyScreen(token, x, weight, head, m_presence, v.presenceRows, v.penalty, /*updatePresence=*/true, scratch,
+                      advance, v.offsets);
 }
 
 std::int64_t DeviceSampler::sampleGreedy(const at::Tensor& x, const at::Tensor& weight, const gpu::GreedyScreenHead& head,
                                          const DeviceSampling& params)
 {
     c10::InferenceMode inference;
-    at::Tensor h = at::empty({packedBytes(1)}, at::TensorOptions().dtype(at::kByte).pinned_memory(m_device.is_cuda()));
-    pack({params}, 1, h.data_ptr<std::uint8_t>());
     const at::Tensor token = at::empty({1}, at::TensorOptions().dtype(at::kLong).device(m_device));
-    launchGreedy(token, x.contiguous(), weight, head, h.to(m_device, /*non_blocking=*/true), at::Tensor());
+    launchGreedy(token, x.contiguous(), weight, head, packedOnDevice({params}), at::Tensor());
     return token.to(at::kCPU).item<std::int64_t>();
 }
 
@@ -136,13 +148,12 @@ PendingTokens DeviceSampler::sampleAsync(const at::Tensor& logits, const std::ve
     if (S == 0) return {};
     // One pinned host buffer, one copy, viewed by type on the device. The kernel reads and updates each
     // sequence's presence row in place.
-    at::Tensor h = at::empty({packedBytes(S)}, at::TensorOptions().dtype(at::kByte).pinned_memory(m_device.is_cuda()));
-    pack(params, S, h.data_ptr<std::uint8_t>());
+    const at::Tensor packed = packedOnDevice(params);
     const std::int64_t words = scratchWords(S);
     if (words > 0 && (!m_scratch.defined() || m_scratch.numel() < words))
         m_scratch = at::zeros({words}, at::TensorOptions().dtype(at::kLong).device(m_device));
     at::Tensor tokens = at::empty({S}, at::TensorOptions().dtype(at::kLong).device(m_device));
-    launch(tokens, logits, h.to(m_device, /*non_blocking=*/true), m_scratch);
+    launch(tokens, logits, packed, m_scratch);
     return copyToHost(tokens);
 }
 

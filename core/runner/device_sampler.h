@@ -97,6 +97,14 @@ public:
     std::int64_t scratchWords(std::int64_t rows) const;
 
 private:
+    // Typed views of packed parameters of `rows` sequences (pack()'s layout), on packed's device.
+    struct PackedViews {
+        at::Tensor presenceRows, seeds, offsets, temperature, penalty, topK;
+    };
+    static PackedViews views(const at::Tensor& packed, std::int64_t rows);
+    // params packed into one pinned host buffer, copied to the device (queued).
+    at::Tensor packedOnDevice(const std::vector<DeviceSampling>& params) const;
+
     std::int64_t m_vocab;
     at::Device m_device;
     int m_capacity;

@@ -141,7 +141,7 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const std::int64_t half = c.headDim / 2;
     m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
 
-    if (const char* env = std::getenv("LECTOR_GREEDY_SCREEN"); env && (env[0] == '0' || env[0] == '1'))
+    if (const std::string env = envValue("LECTOR_GREEDY_SCREEN"); env[0] == '0' || env[0] == '1')
         m_options.greedyScreen = env[0] == '0' ? RunnerOptions::GreedyScreen::Off : RunnerOptions::GreedyScreen::On;
     if (m_options.greedyScreen == RunnerOptions::GreedyScreen::On && decoder.device().is_cpu())
         m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(decoder.lmHead()));
@@ -1030,12 +1030,13 @@ int ModelRunner::captureGraphs()
         // The same graphs of one sequence with the greedy screen (RunnerOptions::greedyScreen).
         using Screen = RunnerOptions::GreedyScreen;
         const Screen screen = m_options.greedyScreen;
-        const std::string why = b != 1 || !m_sampler || screen == Screen::Off ? "off"
-                                : persistent && !m_persistent->hasStepHidden()
+        if (b != 1 || !m_sampler || screen == Screen::Off) continue;
+        const std::string why = persistent && !m_persistent->hasStepHidden()
                                     ? "the persistent kernel computes its logits itself"
                                     : gpu::greedyScreenUnsupported(m_decoder.lmHead());
-        if (b == 1 && why != "off" && !why.empty()) m_screenReport = "greedy screen: not used (" + why + ")";
-        if (why.empty()) {
+        if (!why.empty()) {
+            m_screenReport = "greedy screen: not used (" + why + ")";
+        } else {
             // An optional path: whatever fails here leaves the plain graphs serving, and says why.
             try {
                 m_screenHead = std::make_unique<gpu::GreedyScreenHead>(gpu::quantizeGreedyScreen(m_decoder.lmHead()));

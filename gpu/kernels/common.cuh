@@ -101,17 +101,19 @@ inline cudaLaunchAttribute clusterDimAttribute(dim3 cluster)
 // Clusters of more than 8 CTAs need the kernel's cudaFuncAttributeNonPortableClusterSizeAllowed first. A
 // kernel that must start after all the work before it (reads the step's inputs before its wait, say)
 // passes pdl = false.
+// `extra` (or nullptr): one more launch attribute, e.g. an L2 access policy window.
 template <class... Params, class... Args>
-cudaError_t launchKernelWithPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                dim3 cluster, bool pdl, Args&&... args)
+cudaError_t launchKernelWithAttribute(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                      dim3 cluster, bool pdl, const cudaLaunchAttribute* extra, Args&&... args)
 {
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
     config.dynamicSmemBytes = smem;
     config.stream = stream;
-    cudaLaunchAttribute attribute[2];
+    cudaLaunchAttribute attribute[3];
     unsigned n = 0;
+    if (extra) attribute[n++] = *extra;
     if (cluster.x > 0) attribute[n++] = clusterDimAttribute(cluster);
     if (pdl && programmaticLaunchEnabled()) {
         attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -122,6 +124,13 @@ cudaError_t launchKernelWithPdl(void (*kernel)(Params...), dim3 grid, dim3 block
     config.numAttrs = n;
     LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
     return cudaGetLastError();
+}
+
+template <class... Params, class... Args>
+cudaError_t launchKernelWithPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                dim3 cluster, bool pdl, Args&&... args)
+{
+    return launchKernelWithAttribute(kernel, grid, block, smem, stream, cluster, pdl, nullptr, std::forward<Args>(args)...);
 }
 
 // launchKernelWithPdl with PDL where enabled.

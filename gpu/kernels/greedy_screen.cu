@@ -255,31 +255,16 @@ cudaError_t launchGreedyScreen(const GreedyScreenParams& p, cudaStream_t stream)
     return dispatchDType(p.dtype, [&]<class T>() -> cudaError_t {
         if (smem > 48 * 1024)
             LECTOR_CUDA_TRY(cudaFuncSetAttribute(greedyScreenKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        if (p.l2PersistBytes == 0) return launchKernel(greedyScreenKernel<T>, dim3(p.numCtas), dim3(kThreads), smem, stream, p);
-        // launchKernel's PDL, and the window of q whose lines persist in the L2's set-aside.
-        cudaLaunchConfig_t config{};
-        config.gridDim = dim3(p.numCtas);
-        config.blockDim = dim3(kThreads);
-        config.dynamicSmemBytes = smem;
-        config.stream = stream;
-        cudaLaunchAttribute attribute[2];
-        unsigned n = 0;
-        attribute[n].id = cudaLaunchAttributeAccessPolicyWindow;
-        attribute[n].val.accessPolicyWindow.base_ptr = const_cast<int8_t*>(p.q);
-        attribute[n].val.accessPolicyWindow.num_bytes = p.l2PersistBytes;
-        attribute[n].val.accessPolicyWindow.hitRatio = 1.0f;
-        attribute[n].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
-        attribute[n].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-        ++n;
-        if (programmaticLaunchEnabled()) {
-            attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attribute[n].val.programmaticStreamSerializationAllowed = 1;
-            ++n;
-        }
-        config.attrs = attribute;
-        config.numAttrs = n;
-        LECTOR_CUDA_TRY(cudaLaunchKernelEx(&config, greedyScreenKernel<T>, p));
-        return cudaGetLastError();
+        // With PDL, and where asked the window of q whose lines persist in the L2's set-aside.
+        cudaLaunchAttribute window{};
+        window.id = cudaLaunchAttributeAccessPolicyWindow;
+        window.val.accessPolicyWindow.base_ptr = const_cast<int8_t*>(p.q);
+        window.val.accessPolicyWindow.num_bytes = p.l2PersistBytes;
+        window.val.accessPolicyWindow.hitRatio = 1.0f;
+        window.val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+        window.val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+        return launchKernelWithAttribute(greedyScreenKernel<T>, dim3(p.numCtas), dim3(kThreads), smem, stream, dim3(0, 0, 0),
+                                         true, p.l2PersistBytes > 0 ? &window : nullptr, p);
     });
 }
 
