@@ -17,6 +17,10 @@
 //     persistent kernel's.
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
+//   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
+//     kernels built with LECTOR_HP_TRACE (bash bench/gpu/build_torch_free.sh bench_hp_trace): where a
+//     head-parallel layer's time goes at each context, stage by stage, from the kernels' own stamps
+//     (headParallelTrace below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -346,6 +350,162 @@ int headParallel(int layers, const std::vector<int>& contexts)
     return ok ? 0 : 1;
 }
 
+#ifdef LECTOR_HP_TRACE
+// --trace: one float16 step of `layers` head-parallel layers in a CUDA graph (the last of its replays'
+// stamps kept, head_parallel_decode.cuh) at each context; per stage the mean over layers 2 to L-3 of the
+// mean and of the slowest CTA's time, in columns by context; then the kernels' boundaries on the
+// globaltimer, and the CTAs that could not enter before the wait released (no room beside the kernel
+// before). It answers, for instance, which stage pays the +24 us a step from context 1024 to 1040 (64 to 65
+// keys a CTA, docs/perf.md calls 182-184).
+int headParallelTrace(int layers, const std::vector<int>& contexts)
+{
+    constexpr int kCtas = gpu::kHpCtas, kMarks = gpu::kHpTraceMarks;
+    if (layers < 6) {
+        std::fprintf(stderr, "--trace needs at least 6 layers (layers 2 to L-3 are summed)\n");
+        return 2;
+    }
+    Model m;
+    build<__half>(m, gpu::DType::F16, layers, 4200);
+    Buffer* ws = m.alloc(size_t(gpu::headParallelWorkspace().total));
+    gpu::PersistentDecodeParams hp = m.p;
+    hp.workspace = ws->ptr;
+    const size_t n = size_t(layers) * 2 * kCtas * kMarks;
+    Buffer trace(n * 8);
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    struct Column {
+        int context = 0;
+        double plainUs = 0, tracedUs = 0, layerUs = 0;
+        std::vector<double> mean[2], worst[2];  // by mark
+        double boundary[2] = {}, lead[2] = {}, span[2] = {}, exitSpread[2] = {}, late[2] = {}, lateDelay[2] = {};
+        double afterPrev[2] = {}, afterPrevWait[2] = {};  // CTAs entering after the kernel before ended; their entry to wait
+    };
+    const int lastMark[2] = {gpu::kHpAttnDone, gpu::kHpMlpDone};
+    std::vector<Column> columns;
+    double nsPerCycle = 0;
+    for (int context : contexts) {
+        setContext(m, context);
+        Column col;
+        col.context = context;
+        gpu::PersistentDecodeParams plain = hp;
+        plain.trace = nullptr;
+        col.plainUs = bench::graphMicros(stream, 4, [&](int) { return gpu::launchHeadParallelDecode(plain, stream) == cudaSuccess; });
+        check(cudaMemset(trace.ptr, 0, trace.bytes), "trace");
+        gpu::PersistentDecodeParams traced = hp;
+        traced.trace = static_cast<long long*>(trace.ptr);
+        col.tracedUs = bench::graphMicros(stream, 1, [&](int) { return gpu::launchHeadParallelDecode(traced, stream) == cudaSuccess; });
+        std::vector<long long> t(n);
+        check(cudaMemcpy(t.data(), trace.ptr, trace.bytes, cudaMemcpyDeviceToHost), "trace copy");
+        auto at = [&](int l, int h, int c, int i) { return double(t[((size_t(l) * 2 + h) * kCtas + c) * kMarks + i]); };
+        // ns a cycle: every CTA's globaltimer span over its clock64 span
+        double ns = 0, cycles = 0;
+        for (int l = 2; l < layers - 2; ++l)
+            for (int h = 0; h < 2; ++h)
+                for (int c = 0; c < kCtas; ++c) {
+                    ns += at(l, h, c, gpu::kHpTraceExitNs) - at(l, h, c, gpu::kHpTraceEntryNs);
+                    cycles += at(l, h, c, lastMark[h]) - at(l, h, c, 0);
+                }
+        nsPerCycle = ns / cycles;
+        // A CTA's wait release on the globaltimer: its entry plus its cycles to the wait.
+        auto released = [&](int l, int h, int c) {
+            return at(l, h, c, gpu::kHpTraceEntryNs) + (at(l, h, c, 1) - at(l, h, c, 0)) * nsPerCycle;
+        };
+        auto meanRelease = [&](int l, int h) {
+            double r = 0;
+            for (int c = 0; c < kCtas; ++c) r += released(l, h, c);
+            return r / kCtas;
+        };
+        const int counted = layers - 4;
+        for (int h = 0; h < 2; ++h) {
+            col.mean[h].assign(lastMark[h] + 1, 0.0);
+            col.worst[h].assign(lastMark[h] + 1, 0.0);
+            for (int l = 2; l < layers - 2; ++l) {
+                for (int i = 1; i <= lastMark[h]; ++i) {
+                    double sum = 0, worst = 0;
+                    for (int c = 0; c < kCtas; ++c) {
+                        const double us = (at(l, h, c, i) - at(l, h, c, i - 1)) * nsPerCycle / 1000.0;
+                        sum += us, worst = std::max(worst, us);
+                    }
+                    col.mean[h][i] += sum / kCtas / counted;
+                    col.worst[h][i] += worst / counted;
+                }
+                // boundary: the kernel before's last exit -> this one's mean wait release
+                const int pl = h == 0 ? l - 1 : l, ph = 1 - h;
+                double prevExit = 0, firstExit = INFINITY, lastExit = 0, lead = 0;
+                for (int c = 0; c < kCtas; ++c) prevExit = std::max(prevExit, at(pl, ph, c, gpu::kHpTraceExitNs));
+                const double release = meanRelease(l, h);
+                int late = 0, after = 0;
+                double delay = 0, afterWait = 0;
+                for (int c = 0; c < kCtas; ++c) {
+                    const double entry = at(l, h, c, gpu::kHpTraceEntryNs), exit = at(l, h, c, gpu::kHpTraceExitNs);
+                    firstExit = std::min(firstExit, exit), lastExit = std::max(lastExit, exit);
+                    lead += (release - entry) / 1000.0 / kCtas;
+                    if (entry > release) ++late, delay += (entry - release) / 1000.0;
+                    // its loads before the wait are then all on the step's critical path
+                    if (entry > prevExit) ++after, afterWait += (released(l, h, c) - entry) / 1000.0;
+                }
+                col.afterPrev[h] += double(after) / counted;
+                col.afterPrevWait[h] += (after ? afterWait / after : 0.0) / counted;
+                col.boundary[h] += (release - prevExit) / 1000.0 / counted;
+                col.lead[h] += lead / counted;
+                col.span[h] += (lastExit - release) / 1000.0 / counted;
+                col.exitSpread[h] += (lastExit - firstExit) / 1000.0 / counted;
+                col.late[h] += double(late) / counted;
+                col.lateDelay[h] += (late ? delay / late : 0.0) / counted;
+            }
+        }
+        for (int l = 2; l < layers - 2; ++l) col.layerUs += (meanRelease(l + 1, 0) - meanRelease(l, 0)) / 1000.0 / counted;
+        columns.push_back(col);
+    }
+    cudaStreamDestroy(stream);
+
+    std::printf("## where a head-parallel layer's time goes (float16, %d layers, layers 2-%d; %.2f GHz from the clocks)\n\n",
+                layers, layers - 3, 1.0 / nsPerCycle);
+    std::printf("us, mean CTA / slowest CTA, each a mean over the layers; stage ends: head_parallel_decode.cuh\n\n| stage |");
+    for (const Column& c : columns) std::printf(" context %d |", c.context);
+    std::printf("\n|---|");
+    for (size_t i = 0; i < columns.size(); ++i) std::printf("---|");
+    std::printf("\n");
+    auto row = [&](const char* name, auto value) {
+        std::printf("| %s |", name);
+        for (const Column& c : columns) std::printf(" %s |", value(c).c_str());
+        std::printf("\n");
+    };
+    auto fmt = [](const char* f, double a, double b = NAN) {
+        char buf[64];
+        std::isnan(b) ? std::snprintf(buf, sizeof buf, f, a) : std::snprintf(buf, sizeof buf, f, a, b);
+        return std::string(buf);
+    };
+    row("step, plain kernels (4 a replay)", [&](const Column& c) { return fmt("%.1f", c.plainUs); });
+    row("step, traced", [&](const Column& c) { return fmt("%.1f", c.tracedUs); });
+    row("a layer: attention wait release to the next's", [&](const Column& c) { return fmt("%.2f", c.layerUs); });
+    const char* names[2][11] = {
+        {"", "attention: entry -> PDL wait released", "add + RMSNorm", "qkv rows, pushed, cluster barrier", "RoPE + QK-norm, new K/V",
+         "prefetched K/V landed", "warp 0's keys", "every warp's keys (block barrier)", "partial pushed, cluster barrier",
+         "merged, o landed", "o rows, stored"},
+        {"", "MLP: entry -> PDL wait released", "add + RMSNorm", "gate/up rows landed", "gate/up rows",
+         "SiLU-mul pushed, cluster barrier", "down rows, stored"}};
+    for (int h = 0; h < 2; ++h)
+        for (int i = 1; i <= lastMark[h]; ++i)
+            row(names[h][i], [&](const Column& c) { return fmt("%.2f / %.2f", c.mean[h][i], c.worst[h][i]); });
+    for (int h = 0; h < 2; ++h) {
+        const char* k = h == 0 ? "attention" : "MLP";
+        std::printf("| %s: previous kernel's last exit -> wait released (mean CTA) |", k);
+        for (const Column& c : columns) std::printf(" %.2f |", c.boundary[h]);
+        std::printf("\n| %s: entered before the wait released by (mean CTA) |", k);
+        for (const Column& c : columns) std::printf(" %.2f |", c.lead[h]);
+        std::printf("\n| %s: CTAs entering after the release, of %d (their mean delay, us) |", k, kCtas);
+        for (const Column& c : columns) std::printf(" %.1f (%.2f) |", c.late[h], c.lateDelay[h]);
+        std::printf("\n| %s: CTAs entering after the kernel before ended, of %d (their entry -> wait, us) |", k, kCtas);
+        for (const Column& c : columns) std::printf(" %.1f (%.2f) |", c.afterPrev[h], c.afterPrevWait[h]);
+        std::printf("\n| %s: wait released -> last exit; first to last exit |", k);
+        for (const Column& c : columns) std::printf(" %.2f; %.2f |", c.span[h], c.exitSpread[h]);
+        std::printf("\n");
+    }
+    return 0;
+}
+#endif
+
 // --graph-loop: what it costs to run a lone request's decode steps as a loop inside one CUDA graph (a
 // while node, CUDA 12.4+) instead of unrolled (the runner's launches of 8 steps): a loop could end at a
 // stop token on the device, where an unrolled launch runs its steps whatever they draw. The head-parallel
@@ -453,10 +613,17 @@ int main(int argc, char** argv)
     int layers = 24, reps = 20;
     for (int i = 1; i < argc; ++i)
         if (!std::strcmp(argv[i], "--graph-loop")) return graphLoop(layers);
+    const bool trace = std::any_of(argv + 1, argv + argc, [](const char* a) { return !std::strcmp(a, "--trace"); });
+#ifndef LECTOR_HP_TRACE
+    if (trace) {
+        std::fprintf(stderr, "--trace: build bench_hp_trace (bash bench/gpu/build_torch_free.sh bench_hp_trace)\n");
+        return 2;
+    }
+#endif
     for (int i = 1; i < argc; ++i)
-        if (!std::strcmp(argv[i], "--head-parallel")) {
+        if (!std::strcmp(argv[i], "--head-parallel") || trace) {
             // --contexts A,B,...: the contexts timed (at most 4200; the check's contexts stay as they are)
-            std::vector<int> contexts{1, 1076, 1345, 2100, 4096};
+            std::vector<int> contexts = trace ? std::vector<int>{1024, 1040, 1076, 1345} : std::vector<int>{1, 1076, 1345, 2100, 4096};
             for (int j = 1; j + 1 < argc; ++j) {
                 if (!std::strcmp(argv[j], "--layers")) layers = std::atoi(argv[j + 1]);
                 if (!std::strcmp(argv[j], "--contexts")) {
@@ -473,6 +640,9 @@ int main(int argc, char** argv)
                     }
                 }
             }
+#ifdef LECTOR_HP_TRACE
+            if (trace) return headParallelTrace(layers, contexts);
+#endif
             return headParallel(layers, contexts);
         }
     for (int i = 1; i + 1 < argc; i += 2) {

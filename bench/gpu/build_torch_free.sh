@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
-# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and bench_hp_trace, which
+# is bench_persistent_decode with the head-parallel kernels' trace built in) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven; bench_hp_trace only when named)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -31,38 +32,49 @@ declare -A DEPS=(
   [bench_head_parallel_layers]=""
   [bench_head_parallel_rows]=""
 )
-declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+DEPS[bench_hp_trace]=${DEPS[bench_persistent_decode]}
+declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_hp_trace]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+# A bench built from another's source with defines: its objects apart (build-gpu-obj/<define>/).
+declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode)
+declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE)
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
 
-objOf() { echo "$OBJ/$(echo "$1" | tr '/' '_').o"; }
+# objOf SOURCE [DEFINE]
+objOf() { echo "$OBJ/${2:+$2/}$(echo "$1" | tr '/' '_').o"; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
 newestHeader=$(find gpu bench/gpu -name '*.h' -o -name '*.cuh' | xargs ls -t | head -1)
 declare -A SEEN=()
-TODO=()
+TODO=()  # "source define" pairs
 for b in "${BENCHES[@]}"; do
   [ -n "${DEPS[$b]+x}" ] || { echo "unknown bench $b" >&2; exit 1; }
-  for src in "bench/gpu/$b.cu" ${DEPS[$b]}; do
-    [ -z "${SEEN[$src]+x}" ] || continue
-    SEEN[$src]=1
-    obj=$(objOf "$src")
-    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newestHeader" -nt "$obj" ]; then TODO+=("$src"); fi
+  def=${DEFINES[$b]:-}
+  for src in "bench/gpu/${SOURCE[$b]:-$b}.cu" ${DEPS[$b]}; do
+    [ -z "${SEEN[$src $def]+x}" ] || continue
+    SEEN[$src $def]=1
+    obj=$(objOf "$src" "$def")
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newestHeader" -nt "$obj" ]; then TODO+=("$src $def"); fi
   done
 done
 echo "compiling ${#TODO[@]} sources, two at a time"
 # wgmma kernels need the arch-specific target.
 archOf() { case "$1" in gpu/kernels/vision_attention.cu|gpu/kernels/skinny_gemm_wg.cu) echo -arch=sm_90a ;; *) echo -arch=sm_90 ;; esac; }
-compile() { "$NVCC" "${FLAGS[@]}" "$(archOf "$1")" -c "$1" -o "$(objOf "$1")"; }
+compile() {
+  mkdir -p "$(dirname "$(objOf "$1" "${2:-}")")"
+  "$NVCC" "${FLAGS[@]}" ${2:+-D$2} "$(archOf "$1")" -c "$1" -o "$(objOf "$1" "${2:-}")"
+}
 running=0
-for src in "${TODO[@]}"; do
-  compile "$src" &
+for item in "${TODO[@]}"; do
+  # shellcheck disable=SC2086
+  compile $item &
   running=$((running + 1))
   if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
 while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); done
 for b in "${BENCHES[@]}"; do
-  objs=$(objOf "bench/gpu/$b.cu")
-  for src in ${DEPS[$b]}; do objs="$objs $(objOf "$src")"; done
+  def=${DEFINES[$b]:-}
+  objs=$(objOf "bench/gpu/${SOURCE[$b]:-$b}.cu" "$def")
+  for src in ${DEPS[$b]}; do objs="$objs $(objOf "$src" "$def")"; done
   # shellcheck disable=SC2086
   "$NVCC" "${FLAGS[@]}" -arch=sm_90 $objs ${LIBS[$b]:-} -o "$OUT/$b"
   echo "$OUT/$b"

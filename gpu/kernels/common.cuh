@@ -416,6 +416,24 @@ __device__ __forceinline__ float warpMax(float x)
     return x;
 }
 
+// --- clocks, for timeouts and benchmark traces ---
+
+// The device's nanosecond clock, common to all multiprocessors (clock64() counts one multiprocessor's cycles).
+__device__ __forceinline__ uint64_t globalTimer()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The multiprocessor this thread runs on.
+__device__ __forceinline__ uint32_t smId()
+{
+    uint32_t id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+
 // --- barrier.cluster (sm_90): every thread of every CTA of the cluster arrives, then waits ---
 // Writes before a release arrive (global, or pushed into another CTA's shared memory) are visible to
 // every thread of the cluster after its acquire wait.

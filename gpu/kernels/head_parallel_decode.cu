@@ -152,6 +152,30 @@ __device__ __forceinline__ const T* cacheRow(const T* cache, const PersistentDec
     return cache + ((int64_t(block) * kKvBlockSize + t % kKvBlockSize) * kHpKvHeads + head) * kHpHeadDim;
 }
 
+// Benchmarks' trace (the header): thread 0's stamp of `mark`; nothing unless built with LECTOR_HP_TRACE.
+#ifdef LECTOR_HP_TRACE
+constexpr bool kTrace = true;
+#else
+constexpr bool kTrace = false;
+#endif
+__device__ __forceinline__ void traceMark(const PersistentDecodeParams& p, int layer, int kernel, int mark)
+{
+    if constexpr (kTrace) {
+        if (!p.trace || threadIdx.x != 0) return;
+        long long* t = p.trace + ((int64_t(layer) * 2 + kernel) * kHpCtas + blockIdx.x) * kHpTraceMarks;
+        t[mark] = clock64();
+        if (mark == 0) t[kHpTraceEntryNs] = static_cast<long long>(globalTimer()), t[kHpTraceSm] = smId();
+    }
+}
+__device__ __forceinline__ void traceExit(const PersistentDecodeParams& p, int layer, int kernel)
+{
+    if constexpr (kTrace) {
+        if (p.trace && threadIdx.x == 0)
+            p.trace[((int64_t(layer) * 2 + kernel) * kHpCtas + blockIdx.x) * kHpTraceMarks + kHpTraceExitNs] =
+                static_cast<long long>(globalTimer());
+    }
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads, 2)
     hpAttentionKernel(const __grid_constant__ PersistentDecodeParams p, Buffers b, int layer)
@@ -159,6 +183,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) uint8_t smemRaw[];
     SmemAttention<T>& sm = *reinterpret_cast<SmemAttention<T>*>(smemRaw);
+    traceMark(p, layer, 0, 0);
     const cg::cluster_group cluster = cg::this_cluster();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int head = blockIdx.x / kHpCluster, rank = static_cast<int>(cluster.block_rank());
@@ -227,6 +252,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     clusterArriveRelaxed();
     allowDependentLaunch();
     gridDependencyWait();
+    traceMark(p, layer, 0, kHpAttnWaited);
 
     const T* embedRow = nullptr;
     if (layer == 0) {
@@ -235,6 +261,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     addNorm<T>(b.residualMlp, b.downPartials, embedRow, b.residualAttn, normW, p.eps, sm.x, sm.red);
     __syncthreads();
+    traceMark(p, layer, 0, kHpAttnNormed);
 
     // qkv rows, rounded, pushed into every CTA of the cluster
     float acc = 0.0f;
@@ -251,6 +278,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     clusterArriveRelease();
     clusterWaitAcquire();
+    traceMark(p, layer, 0, kHpAttnQkv);
 
     // RoPE, then QK-norm, of the query heads (warps 0, 1) and the key (warp 2): lane has pairs (j, j + 64)
     // for j = lane, lane + 32. CTA 0 writes the new key and value into the cache.
@@ -291,8 +319,10 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
+    traceMark(p, layer, 0, kHpAttnRope);
     cpAsyncWait<1>();
     __syncthreads();
+    traceMark(p, layer, 0, kHpAttnKvLanded);
 
     // Attention over the partition: a warp takes groups of 8 keys (warp, warp + 8, ...), lane = 4 x key +
     // quarter of the dims; a running max and sum, and the output's dims 4 lane .. + 3 of both heads.
@@ -379,7 +409,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             if (lane == 0) sm.wm[warp][g] = m[g], sm.wl[warp][g] = l[g];
         }
     }
+    traceMark(p, layer, 0, kHpAttnWarp0Keys);
     __syncthreads();
+    traceMark(p, layer, 0, kHpAttnKeys);
     {  // the CTA's partial (thread t: output t, head t / 128), pushed into every CTA of the cluster
         const int g = tid / kHpHeadDim;
         float top = -INFINITY;
@@ -406,6 +438,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     clusterArriveRelease();
     clusterWaitAcquire();
+    traceMark(p, layer, 0, kHpAttnExchanged);
     {  // merge the 16 partitions (the new key's makes the max finite), rounded as the attention's output
         const int g = tid / kHpHeadDim;
         float top = -INFINITY;
@@ -422,6 +455,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     cpAsyncWait<0>();
     __syncthreads();
+    traceMark(p, layer, 0, kHpAttnMerged);
     {  // o rows: this CTA's 64 rows times the head's 256 outputs, a partial of the hidden vector
         float s = 0.0f;
 #pragma unroll
@@ -433,6 +467,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         s += __shfl_xor_sync(0xffffffffu, s, 2);
         if (oPart == 0) b.oPartials[head * kHpHidden + rank * kOutRowsCta + oRow] = s;
     }
+    traceMark(p, layer, 0, kHpAttnDone);
+    traceExit(p, layer, 0);
 #endif
 }
 
@@ -443,6 +479,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) uint8_t smemRaw[];
     SmemMlp<T>& sm = *reinterpret_cast<SmemMlp<T>*>(smemRaw);
+    traceMark(p, layer, 1, 0);
     const cg::cluster_group cluster = cg::this_cluster();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int cta = blockIdx.x, group = cta / kHpCluster, rank = static_cast<int>(cluster.block_rank());
@@ -472,10 +509,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     clusterArriveRelaxed();
     allowDependentLaunch();
     gridDependencyWait();
+    traceMark(p, layer, 1, kHpMlpWaited);
 
     addNorm<T>(b.residualAttn, b.oPartials, nullptr, b.residualMlp, normW, p.eps, sm.x, sm.red);
+    traceMark(p, layer, 1, kHpMlpNormed);
     cpAsyncWait<0>();
     __syncthreads();
+    traceMark(p, layer, 1, kHpMlpLanded);
     {  // gate and up rows, a warp each, rounded (lane: chunks lane + 32 j, x in registers)
         uint4 xr[4];
 #pragma unroll
@@ -491,6 +531,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     __syncthreads();
+    traceMark(p, layer, 1, kHpMlpGateUp);
     clusterWaitAcquire();
     if (tid < kInterCta) {
         const float g = sm.rowOut[tid], u = sm.rowOut[kInterCta + tid];
@@ -500,12 +541,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     clusterArriveRelease();
     clusterWaitAcquire();
+    traceMark(p, layer, 1, kHpMlpExchanged);
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < kInterCluster / 32; ++j) s += dot8<T>(wd[j], *reinterpret_cast<const uint4*>(sm.hAll + (j * 4 + dPart) * 8));
     s += __shfl_xor_sync(0xffffffffu, s, 1);
     s += __shfl_xor_sync(0xffffffffu, s, 2);
     if (dPart == 0) b.downPartials[group * kHpHidden + rank * kOutRowsCta + dRow] = s;
+    traceMark(p, layer, 1, kHpMlpDone);
+    traceExit(p, layer, 1);
 #endif
 }
 

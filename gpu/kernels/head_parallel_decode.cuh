@@ -57,15 +57,41 @@ constexpr HeadParallelWorkspace headParallelWorkspace()
     return w;
 }
 
+// Benchmarks only: where head_parallel_decode.cu is compiled with LECTOR_HP_TRACE defined (bench/gpu/
+// build_torch_free.sh bench_hp_trace; never in the product), thread 0 of every CTA stamps p.trace, when set,
+// laid out [numLayers][2: attention, MLP kernel][kHpCtas][kHpTraceMarks]: clock64() at the kernel's entry
+// (mark 0) and at the end of each stage below, the globaltimer at entry and exit, and its multiprocessor.
+constexpr int kHpTraceMarks = 16, kHpTraceEntryNs = 13, kHpTraceExitNs = 14, kHpTraceSm = 15;
+enum HpAttentionMark : int {
+    kHpAttnWaited = 1,    // the PDL wait released (the weights and the first keys requested before it)
+    kHpAttnNormed,        // add + RMSNorm of the residual and the 8 down partials
+    kHpAttnQkv,           // the head's qkv rows computed, pushed, the cluster barrier passed
+    kHpAttnRope,          // RoPE + QK-norm, the new K/V written
+    kHpAttnKvLanded,      // the prefetched keys and values landed (cp.async wait + block barrier)
+    kHpAttnWarp0Keys,     // warp 0 done with its groups of keys (before the block barrier)
+    kHpAttnKeys,          // every warp done with its keys (after it)
+    kHpAttnExchanged,     // the CTA's partial pushed, the cluster barrier passed
+    kHpAttnMerged,        // the 16 partials merged, o's rows landed
+    kHpAttnDone,          // o's rows times the output, stored
+};
+enum HpMlpMark : int {
+    kHpMlpWaited = 1,     // the PDL wait released
+    kHpMlpNormed,         // add + RMSNorm of the residual and the 8 o partials
+    kHpMlpLanded,         // the gate/up rows landed (cp.async wait + block barrier)
+    kHpMlpGateUp,         // gate/up rows, a warp's 7
+    kHpMlpExchanged,      // SiLU-mul pushed, the cluster barrier passed
+    kHpMlpDone,           // down's rows, stored
+};
+
 // Empty when the shapes of `p` are the ones the kernels are built for, else what differs.
 const char* headParallelDecodeShapeMismatch(const PersistentDecodeParams& p);
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
 // Whether `device` runs the kernels: sm_90 or newer, and clusters of 16 CTAs of their size fit.
 bool headParallelDecodeSupported(int device);
-// Asynchronous on `stream`. p.workspace holds headParallelWorkspace().total bytes; p.counters, numCtas
-// and the trace are not used. The first kernel is launched without PDL (it starts after the work before
-// it: the step's inputs), the others with it.
+// Asynchronous on `stream`. p.workspace holds headParallelWorkspace().total bytes; p.counters and numCtas
+// are not used, the trace only in LECTOR_HP_TRACE builds (above). The first kernel is launched without
+// PDL (it starts after the work before it: the step's inputs), the others with it.
 cudaError_t launchHeadParallelDecode(const PersistentDecodeParams& p, cudaStream_t stream);
 #endif
 

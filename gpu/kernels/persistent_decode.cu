@@ -129,13 +129,6 @@ __device__ __forceinline__ uint32_t fetchAddAcqRel(uint32_t* p, uint32_t v)
     return old;
 }
 
-__device__ __forceinline__ uint64_t globalTimer()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 // Data other CTAs of this launch wrote: through L2, never a stale L1 line.
 __device__ __forceinline__ uint4 loadCg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 template <class T>
