@@ -17,6 +17,8 @@
 //     persistent kernel's.
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
+//   bench_hp_quads --head-parallel [--contexts ...]: the same as --head-parallel, the kernels built with
+//     LECTOR_HP_TAIL_QUADS (the keys past 64 a CTA in quads of 4 a warp; build_torch_free.sh bench_hp_quads).
 //   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
 //     kernels built with LECTOR_HP_TRACE (bash bench/gpu/build_torch_free.sh bench_hp_trace): where a
 //     head-parallel layer's time goes at each context, stage by stage, from the kernels' own stamps
@@ -320,8 +322,13 @@ int headParallel(int layers, const std::vector<int>& contexts)
         for (int context : {1, 17, 1076, 1345, 4100}) ok = checkAgainstReference(m, context, &gpu::launchHeadParallelDecode, "head-parallel ") && ok;
     }
     const double copyBw = bench::copyBandwidth();
-    std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay); copy %.0f GB/s\n\n",
-                layers, copyBw / 1e9);
+#ifdef LECTOR_HP_TAIL_QUADS
+    const char* variant = " (head-parallel kernels built with LECTOR_HP_TAIL_QUADS)";
+#else
+    const char* variant = "";
+#endif
+    std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay)%s; copy %.0f GB/s\n\n",
+                layers, variant, copyBw / 1e9);
     std::printf("| kernels | dtype, context | us a step | of copy bandwidth |\n|---|---|---|---|\n");
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");

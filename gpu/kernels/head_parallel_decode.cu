@@ -385,12 +385,75 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
             }
         };
+#ifdef LECTOR_HP_TAIL_QUADS
+        // Four prefetched keys from `base` (those below `prefetched` and loaded): lane = 8 x key + e, with the
+        // key's 16-byte chunks e and e + 8 (a phase of 8 lanes reads 128 contiguous bytes), q's from shared
+        // memory (the group's q stay in registers for the groups after this). The same running max, sum and
+        // output dims as attendGroup: a quad's critical path is about 60 % of a group's, so a warp's second
+        // round at 65-84 keys a CTA costs less (an experiment: bench_hp_quads, docs/perf.md).
+        auto attendQuad = [&](int base) {
+            const int u = lane >> 3, e = lane & 7, key = base + u;
+            const bool live = key < prefetched && sm.keyLoaded[key];
+            const unsigned liveKeys = __ballot_sync(0xffffffffu, live);  // bit 8 u: key u of the quad
+            float pr[kGroupSize];
+#pragma unroll
+            for (int g = 0; g < kGroupSize; ++g) {
+                float d = 0.0f;
+                if (live) {
+                    const T* kr = sm.k + key * kKRow;
+                    const T* qr = sm.q + g * kHpHeadDim;
+                    d = dot8<T>(*reinterpret_cast<const uint4*>(kr + e * 8), *reinterpret_cast<const uint4*>(qr + e * 8)) +
+                        dot8<T>(*reinterpret_cast<const uint4*>(kr + (e + 8) * 8), *reinterpret_cast<const uint4*>(qr + (e + 8) * 8));
+                }
+                d += __shfl_xor_sync(0xffffffffu, d, 1);
+                d += __shfl_xor_sync(0xffffffffu, d, 2);
+                d += __shfl_xor_sync(0xffffffffu, d, 4);
+                const float s = live ? d * scaleLog2 : -INFINITY;
+                float top = fmaxf(s, __shfl_xor_sync(0xffffffffu, s, 8));
+                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 16));
+                const float mNew = fmaxf(m[g], top);
+                const float corr = mNew == -INFINITY ? 1.0f : fastExp2(m[g] - mNew);
+                pr[g] = live ? fastExp2(s - mNew) : 0.0f;
+                float ps = pr[g] + __shfl_xor_sync(0xffffffffu, pr[g], 8);
+                ps += __shfl_xor_sync(0xffffffffu, ps, 16);
+                l[g] = l[g] * corr + ps;
+                m[g] = mNew;
+#pragma unroll
+                for (int c = 0; c < 4; ++c) out[g][c] *= corr;
+            }
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+                const float p0 = __shfl_sync(0xffffffffu, pr[0], 8 * w), p1 = __shfl_sync(0xffffffffu, pr[1], 8 * w);
+                if (liveKeys >> (8 * w) & 1u) {
+                    const uint2 raw = *reinterpret_cast<const uint2*>(sm.v + (base + w) * kHpHeadDim + 4 * lane);
+                    const T* v = reinterpret_cast<const T*>(&raw);
+                    const float v0 = toFloat(v[0]), v1 = toFloat(v[1]), v2 = toFloat(v[2]), v3 = toFloat(v[3]);
+                    out[0][0] = fmaf(p0, v0, out[0][0]), out[0][1] = fmaf(p0, v1, out[0][1]);
+                    out[0][2] = fmaf(p0, v2, out[0][2]), out[0][3] = fmaf(p0, v3, out[0][3]);
+                    out[1][0] = fmaf(p1, v0, out[1][0]), out[1][1] = fmaf(p1, v1, out[1][1]);
+                    out[1][2] = fmaf(p1, v2, out[1][2]), out[1][3] = fmaf(p1, v3, out[1][3]);
+                }
+            }
+        };
+        static_assert(kHpPrefetchKeys <= 8 * kWarps + 4 * kWarps, "a round of groups and one of quads cover the prefetch");
+#endif
         // The keys loaded before the wait (the new key among them where it is this CTA's), from shared memory.
+#ifdef LECTOR_HP_TAIL_QUADS
+        // The first 64 a group of 8 a warp, the rest (65-84 keys a CTA: a page's decode) 4 a warp.
+        const int inGroups = min(prefetched, 8 * kWarps);
+        if (warp * 8 < inGroups) {
+            const int key = warp * 8 + tq;
+            attendGroup(sm.k + key * kKRow, key < inGroups && sm.keyLoaded[key],
+                        [&](int u) { return sm.v + (warp * 8 + u) * kHpHeadDim; });
+        }
+        if (inGroups + 4 * warp < prefetched) attendQuad(inGroups + 4 * warp);
+#else
         for (int grp = warp; grp * 8 < prefetched; grp += kWarps) {
             const int key = grp * 8 + tq;
             attendGroup(sm.k + key * kKRow, key < prefetched && sm.keyLoaded[key],
                         [&](int u) { return sm.v + (grp * 8 + u) * kHpHeadDim; });
         }
+#endif
         // The rest of the partition (contexts above 16 x kHpPrefetchKeys), from the cache.
         for (int grp = warp; prefetched + grp * 8 < keys; grp += kWarps) {
             const int key = prefetched + grp * 8 + tq, t = first + key;
