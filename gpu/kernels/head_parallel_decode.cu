@@ -143,13 +143,19 @@ __device__ __forceinline__ void loadWeight4(const T* w, float (&out)[4])
     for (int e = 0; e < 4; ++e) out[e] = toFloat(w[i + e]);
 }
 
+// Element offset of key `t`'s row of KV head `head` in a cache whose block `block` holds it.
+__device__ __forceinline__ int64_t cacheOffset(int block, int t, int head)
+{
+    return ((int64_t(block) * kKvBlockSize + t % kKvBlockSize) * kHpKvHeads + head) * kHpHeadDim;
+}
+
 // Key `t` of the sequence: its cache row of KV head `head`, or nullptr where its block id is masked.
 template <class T>
 __device__ __forceinline__ const T* cacheRow(const T* cache, const PersistentDecodeParams& p, int t, int head)
 {
     const int block = p.blockTable[t / kKvBlockSize];
     if (block < 0 || block >= p.numCacheBlocks) return nullptr;
-    return cache + ((int64_t(block) * kKvBlockSize + t % kKvBlockSize) * kHpKvHeads + head) * kHpHeadDim;
+    return cache + cacheOffset(block, t, head);
 }
 
 // Benchmarks' trace (the header): thread 0's stamp of `mark`; nothing unless built with LECTOR_HP_TRACE.
@@ -228,19 +234,28 @@ __global__ void __launch_bounds__(kThreads, 2)
         sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
     }
     // The partition's first keys, 16 chunks a row, spread over all the CTA's threads (key = i / 16 of
-    // chunk i = tid + 256 j): every thread's block-table loads are independent and in flight together.
-    // (A warp a group of 8 keys, as before, left warps 0-2 a second group at 65-84 keys a CTA, and the
-    // step ~17 us slower at a page's contexts: perf.md, call 184.)
+    // chunk i = tid + 256 j). (A warp a group of 8 keys, as before, left warps 0-2 a second group at 65-84
+    // keys a CTA, and the step ~17 us slower at a page's contexts: perf.md, call 184.) Every round's block
+    // id is loaded first, all in flight together: cp.async's memory clobber keeps the compiler from moving
+    // a load past a copy, so loaded between the copies (as before) each round waited for two dependent
+    // block-table loads, K's and V's, one round after the other.
     constexpr int kPrefetchRounds = (kHpPrefetchKeys * 16 + kThreads - 1) / kThreads;
+    int blockOf[kPrefetchRounds];
+#pragma unroll
+    for (int j = 0; j < kPrefetchRounds; ++j) {
+        const int t = first + (tid + j * kThreads) / 16;
+        blockOf[j] = t < first + prefetched && t != newKey ? p.blockTable[t / kKvBlockSize] : -1;
+    }
 #pragma unroll
     for (int j = 0; j < kPrefetchRounds; ++j) {
         const int i = tid + j * kThreads, key = i / 16, c = i % 16, t = first + key;
         if (key >= prefetched) break;
-        const T* k = t == newKey ? nullptr : cacheRow(keyCache, p, t, head);
-        if (c == 0) sm.keyLoaded[key] = k != nullptr;
-        if (!k) continue;
-        cpAsync16(sm.k + key * kKRow + c * 8, k + c * 8, true);
-        cpAsync16(sm.v + key * kHpHeadDim + c * 8, cacheRow(valueCache, p, t, head) + c * 8, true);
+        const bool in = blockOf[j] >= 0 && blockOf[j] < p.numCacheBlocks;  // masked blocks and the new key: not
+        if (c == 0) sm.keyLoaded[key] = in;
+        if (!in) continue;
+        const int64_t at = cacheOffset(blockOf[j], t, head) + c * 8;
+        cpAsync16(sm.k + key * kKRow + c * 8, keyCache + at, true);
+        cpAsync16(sm.v + key * kHpHeadDim + c * 8, valueCache + at, true);
     }
     cpAsyncCommit();
     {

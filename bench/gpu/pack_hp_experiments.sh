@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds here (nvcc, no GPU needed) the binaries run_hp_experiments.sh runs on the GPU machine, and packs
+# them into build-gpu/hp-benches.tar.xz (~19 MB: carry ["build-gpu/hp-benches.tar.xz"]):
+#   bench_hp_base            bench_persistent_decode at BASE (a commit; default a994ac4, the K/V prefetch
+#                            before its block ids were loaded together), from a git worktree;
+#   bench_persistent_decode  this tree's kernels;
+#   bench_hp_quads           this tree's kernels with LECTOR_HP_TAIL_QUADS (the experiment);
+#   bench_hp_trace           this tree's kernels with their trace (LECTOR_HP_TRACE);
+#   bench_greedy_screen      the greedy screen's checks and times.
+#   bash bench/gpu/pack_hp_experiments.sh [BASE]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BASE=${1:-a994ac4}
+WT=/tmp/lector-hp-base
+git worktree remove --force "$WT" 2>/dev/null || rm -rf "$WT"
+git worktree add -q --detach "$WT" "$BASE"
+(cd "$WT" && bash bench/gpu/build_torch_free.sh bench_persistent_decode > /dev/null)
+mkdir -p build-gpu
+cp "$WT/build-gpu/bench_persistent_decode" build-gpu/bench_hp_base
+git worktree remove --force "$WT"
+bash bench/gpu/build_torch_free.sh bench_persistent_decode bench_hp_quads bench_hp_trace bench_greedy_screen > /dev/null
+tar cJf build-gpu/hp-benches.tar.xz -C build-gpu bench_hp_base bench_persistent_decode bench_hp_quads bench_hp_trace bench_greedy_screen
+ls -la build-gpu/hp-benches.tar.xz
