@@ -19,7 +19,8 @@
 #   - the persistent batch-1 decode step alone: checked against the CPU reference, timed, taken apart
 #     (bench_persistent_decode);
 #   - the greedy screen alone at the LM head's shape, checked, then timed against the LM head + sampler
-#     (bench_greedy_screen); one request with it off (LECTOR_GREEDY_SCREEN=0) and the page's text both ways;
+#     (bench_greedy_screen, full runs; run_hp_experiments.sh runs it too); one request with it off
+#     (LECTOR_GREEDY_SCREEN=0) and the page's text both ways;
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT, tensor-core and warp-group engines against cuBLAS
 #     (bench_skinny_gemm, which checks every engine against the CPU reference first);
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
@@ -35,7 +36,7 @@
 # 64 and 256 pages, tiny pool, Poisson) and skips the rest: bfloat16, the per-projection routes, table 3,
 # the SDPA / no-PDL / persistent variants, the graph-sampler comparison, the 256-token launch comparisons
 # (one decode step a replay against launches of 8), the step budgets' comparison and
-# the diagnostic benches (a run of the engine's figures well inside one call: ~450 s).
+# the diagnostic benches (bench_greedy_screen among them) (a run of the engine's figures well inside one call: ~450 s).
 # full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
 full_run() { [ -z "${TABLES_ONLY:-}" ]; }
 source "$(dirname "$0")/lib.sh"
@@ -77,10 +78,6 @@ done
 step "wait for the references"
 wait $REF; tail -2 "$W/reference.log"; cat "$W/baseline.log" | grep -E "^\{|exit|Error|error" | tail -8
 
-# After the references: they share the card.
-step "the greedy screen alone at the LM head's shape: checks, then against the LM head + sampler (bench_greedy_screen)"
-timeout 90 "$B/gpu/bench_greedy_screen" > "$W/greedy_screen.md" 2>&1; echo "greedy screen exit $?"
-grep -v "^$" "$W/greedy_screen.md" | head -20
 # 256 different pages (p000 is the page above), and the first 64 of them: the bursts and the Poisson
 # stream submit distinct images, as users do, not one image many times.
 make_pages /tmp/pages 256 > /dev/null; mkdir -p /tmp/pages64
@@ -133,6 +130,11 @@ diagnostics() {
   step "the prefill of a page taken apart (attention against the CPU reference, each op alone, the 24 layers)"
   timeout 180 "$B/gpu/bench_prefill" > "$W/prefill.md" 2>&1; echo "prefill exit $?"
   grep -E "MISMATCH|all checks|CHECK|^\| (one prompt|[248] prompts|chunk|a prompt|63 decodes|32 decodes|prefill attention|sum|\*\*the 24)" "$W/prefill.md" | head -50
+
+  step "the greedy screen alone at the LM head's shape: checks, then against the LM head + sampler (bench_greedy_screen)"
+  # (also in run_hp_experiments.sh, whose short call runs it from a binary built here)
+  timeout 90 "$B/gpu/bench_greedy_screen" > "$W/greedy_screen.md" 2>&1; echo "greedy screen exit $?"
+  grep -v "^$" "$W/greedy_screen.md" | head -20
 
   step "the persistent decode step alone (check against the CPU reference, time, parts)"
   timeout 120 "$B/gpu/bench_persistent_decode" > "$W/persistent.md" 2>&1; echo "persistent exit $?"
