@@ -3,13 +3,14 @@
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
 # bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and two builds of
 # bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in,
-# and bench_hp_quads, their experimental tail of 4 keys a warp) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_hp_quads, their experimental tail of 4 keys a warp, bench_hp_spread and bench_hp_balance, their
+# attention clusters placed by the spread and load-balancing policies) here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven; bench_hp_trace and bench_hp_quads only when named)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven; the bench_hp_* builds only when named)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -35,10 +36,14 @@ declare -A DEPS=(
 )
 DEPS[bench_hp_trace]=${DEPS[bench_persistent_decode]}
 DEPS[bench_hp_quads]=${DEPS[bench_persistent_decode]}
-declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_hp_trace]="-lcuda" [bench_hp_quads]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+DEPS[bench_hp_spread]=${DEPS[bench_persistent_decode]}
+DEPS[bench_hp_balance]=${DEPS[bench_persistent_decode]}
+declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_hp_trace]="-lcuda" [bench_hp_quads]="-lcuda" [bench_hp_spread]="-lcuda" [bench_hp_balance]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 # A bench built from another's source with defines: its objects apart (build-gpu-obj/<define>/).
-declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode [bench_hp_quads]=bench_persistent_decode)
-declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE [bench_hp_quads]=LECTOR_HP_TAIL_QUADS)
+declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode [bench_hp_quads]=bench_persistent_decode
+                   [bench_hp_spread]=bench_persistent_decode [bench_hp_balance]=bench_persistent_decode)
+declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE [bench_hp_quads]=LECTOR_HP_TAIL_QUADS
+                    [bench_hp_spread]=LECTOR_HP_CLUSTER_POLICY=1 [bench_hp_balance]=LECTOR_HP_CLUSTER_POLICY=2)
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
 

@@ -2,13 +2,14 @@
 # The head-parallel batch-1 step taken apart and its changes timed, in one short device call, from
 # binaries built here: bash bench/gpu/pack_hp_experiments.sh, then carry ["build-gpu/hp-benches.tar.xz"].
 #   1. the kernels before the K/V prefetch loaded its block ids together (bench_hp_base), this tree's
-#      (bench_persistent_decode) and this tree's with the tail of 4 keys a warp (bench_hp_quads,
-#      LECTOR_HP_TAIL_QUADS) in alternation, two rounds: each checked against the CPU reference (2 layers,
+#      (bench_persistent_decode), this tree's with the tail of 4 keys a warp (bench_hp_quads,
+#      LECTOR_HP_TAIL_QUADS) and with the attention clusters placed by the spread and load-balancing
+#      policies (bench_hp_spread, bench_hp_balance) in alternation, two rounds: each checked against the CPU reference (2 layers,
 #      both dtypes, contexts 1 to 4101), then the step's time at the contexts of a page's decode and
 #      around the jump at 64 -> 65 keys a CTA (1024 -> 1040);
 #   2. this tree's kernels traced (bench_hp_trace --trace): every stage of both kernels at those contexts;
 #   3. the greedy screen's checks and times (bench_greedy_screen).
-# Output: $OUT/hp_experiments.md (also printed). About 4 minutes.
+# Output: $OUT/hp_experiments.md (also printed). About 6 minutes (ROUNDS=1: about 4).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,8 +21,8 @@ CONTEXTS=${CONTEXTS:-1024,1040,1076,1152,1248,1344}
 R=$OUT/hp_experiments.md
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  for round in 1 2; do
-    for b in bench_hp_base bench_persistent_decode bench_hp_quads; do
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for b in bench_hp_base bench_persistent_decode bench_hp_quads bench_hp_spread bench_hp_balance; do
       [ -x "build-gpu/$b" ] || { echo "(build-gpu/$b missing)"; continue; }
       echo "### round $round: $b --head-parallel --contexts $CONTEXTS"
       timeout 90 "build-gpu/$b" --head-parallel --contexts "$CONTEXTS"

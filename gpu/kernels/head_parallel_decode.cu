@@ -667,10 +667,22 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
     Buffers b{reinterpret_cast<float*>(ws + w.residualAttn), reinterpret_cast<float*>(ws + w.residualMlp),
               reinterpret_cast<float*>(ws + w.oPartials), reinterpret_cast<float*>(ws + w.downPartials), ws + w.finalRow};
     PersistentDecodeParams params = p;
+#ifdef LECTOR_HP_CLUSTER_POLICY
+    // An experiment for benchmark builds (bench_hp_spread, bench_hp_balance): the attention kernel's clusters
+    // placed by another policy than the default (1 spread: a CTA a multiprocessor; 2 load balancing). Two
+    // attention CTAs fit one multiprocessor, and where a cluster takes a GPC's SMs two at a time, MLP CTAs
+    // find no room beside them (docs/perf.md, call 147).
+    cudaLaunchAttribute policy{};
+    policy.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    policy.val.clusterSchedulingPolicyPreference = static_cast<cudaClusterSchedulingPolicy>(LECTOR_HP_CLUSTER_POLICY);
+    const cudaLaunchAttribute* attentionPolicy = &policy;
+#else
+    const cudaLaunchAttribute* attentionPolicy = nullptr;
+#endif
     for (int layer = 0; layer < p.numLayers; ++layer) {
         // The first kernel reads the step's inputs before its wait: it starts after the work before it.
-        LECTOR_CUDA_TRY(launchKernelWithPdl(hpAttentionKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemAttention<T>),
-                                            stream, dim3(kHpCluster, 1, 1), layer > 0, params, b, layer));
+        LECTOR_CUDA_TRY(launchKernelWithAttribute(hpAttentionKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemAttention<T>),
+                                                  stream, dim3(kHpCluster, 1, 1), layer > 0, attentionPolicy, params, b, layer));
         LECTOR_CUDA_TRY(launchKernelInClusters(hpMlpKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemMlp<T>), stream,
                                                dim3(kHpCluster, 1, 1), params, b, layer));
     }
