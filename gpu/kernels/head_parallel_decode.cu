@@ -356,6 +356,35 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
             for (int e = 0; e < 4; ++e) out[g][e] = 0.0f;
         }
+        // The online softmax's step for head g over a round of keys: s is this lane's scaled logit (-inf where
+        // not live), lanes that differ in bit kKeyBit or above hold different keys (the same key below). The
+        // running max, sum and output move on; returns this lane's p = 2^(s - the new max).
+        auto softmaxStep = [&]<int kKeyBit>(int g, float s, bool live) {
+            float top = s;
+#pragma unroll
+            for (int o = kKeyBit; o < 32; o <<= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+            const float mNew = fmaxf(m[g], top);
+            const float corr = mNew == -INFINITY ? 1.0f : fastExp2(m[g] - mNew);
+            const float pr = live ? fastExp2(s - mNew) : 0.0f;
+            float ps = pr;
+#pragma unroll
+            for (int o = kKeyBit; o < 32; o <<= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            l[g] = l[g] * corr + ps;
+            m[g] = mNew;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) out[g][e] *= corr;
+            return pr;
+        };
+        // out += p0 v (head 0) and p1 v (head 1) at this lane's 4 dims of the value row v.
+        auto addValue = [&](float p0, float p1, const T* v) {
+            const uint2 raw = *reinterpret_cast<const uint2*>(v + 4 * lane);
+            const T* e = reinterpret_cast<const T*>(&raw);
+            const float v0 = toFloat(e[0]), v1 = toFloat(e[1]), v2 = toFloat(e[2]), v3 = toFloat(e[3]);
+            out[0][0] = fmaf(p0, v0, out[0][0]), out[0][1] = fmaf(p0, v1, out[0][1]);
+            out[0][2] = fmaf(p0, v2, out[0][2]), out[0][3] = fmaf(p0, v3, out[0][3]);
+            out[1][0] = fmaf(p1, v0, out[1][0]), out[1][1] = fmaf(p1, v1, out[1][1]);
+            out[1][2] = fmaf(p1, v2, out[1][2]), out[1][3] = fmaf(p1, v3, out[1][3]);
+        };
         // One group of 8 keys: this lane's key row (kr, used where live) and valueOf(u), the value row of
         // the group's key u (called by every lane).
         auto attendGroup = [&](const T* kr, bool live, auto valueOf) {
@@ -370,34 +399,13 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
                 d += __shfl_xor_sync(0xffffffffu, d, 1);
                 d += __shfl_xor_sync(0xffffffffu, d, 2);
-                const float s = live ? d * scaleLog2 : -INFINITY;
-                float top = fmaxf(s, __shfl_xor_sync(0xffffffffu, s, 4));
-                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 8));
-                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 16));
-                const float mNew = fmaxf(m[g], top);
-                const float corr = mNew == -INFINITY ? 1.0f : fastExp2(m[g] - mNew);
-                pr[g] = live ? fastExp2(s - mNew) : 0.0f;
-                float ps = pr[g] + __shfl_xor_sync(0xffffffffu, pr[g], 4);
-                ps += __shfl_xor_sync(0xffffffffu, ps, 8);
-                ps += __shfl_xor_sync(0xffffffffu, ps, 16);
-                l[g] = l[g] * corr + ps;
-                m[g] = mNew;
-#pragma unroll
-                for (int e = 0; e < 4; ++e) out[g][e] *= corr;
+                pr[g] = softmaxStep.template operator()<4>(g, live ? d * scaleLog2 : -INFINITY, live);
             }
 #pragma unroll
             for (int u = 0; u < 8; ++u) {
                 const float p0 = __shfl_sync(0xffffffffu, pr[0], 4 * u), p1 = __shfl_sync(0xffffffffu, pr[1], 4 * u);
                 const T* vu = valueOf(u);
-                if (liveKeys >> (4 * u) & 1u) {
-                    const uint2 raw = *reinterpret_cast<const uint2*>(vu + 4 * lane);
-                    const T* e = reinterpret_cast<const T*>(&raw);
-                    const float v0 = toFloat(e[0]), v1 = toFloat(e[1]), v2 = toFloat(e[2]), v3 = toFloat(e[3]);
-                    out[0][0] = fmaf(p0, v0, out[0][0]), out[0][1] = fmaf(p0, v1, out[0][1]);
-                    out[0][2] = fmaf(p0, v2, out[0][2]), out[0][3] = fmaf(p0, v3, out[0][3]);
-                    out[1][0] = fmaf(p1, v0, out[1][0]), out[1][1] = fmaf(p1, v1, out[1][1]);
-                    out[1][2] = fmaf(p1, v2, out[1][2]), out[1][3] = fmaf(p1, v3, out[1][3]);
-                }
+                if (liveKeys >> (4 * u) & 1u) addValue(p0, p1, vu);
             }
         };
 #ifdef LECTOR_HP_TAIL_QUADS
@@ -423,31 +431,12 @@ __global__ void __launch_bounds__(kThreads, 2)
                 d += __shfl_xor_sync(0xffffffffu, d, 1);
                 d += __shfl_xor_sync(0xffffffffu, d, 2);
                 d += __shfl_xor_sync(0xffffffffu, d, 4);
-                const float s = live ? d * scaleLog2 : -INFINITY;
-                float top = fmaxf(s, __shfl_xor_sync(0xffffffffu, s, 8));
-                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 16));
-                const float mNew = fmaxf(m[g], top);
-                const float corr = mNew == -INFINITY ? 1.0f : fastExp2(m[g] - mNew);
-                pr[g] = live ? fastExp2(s - mNew) : 0.0f;
-                float ps = pr[g] + __shfl_xor_sync(0xffffffffu, pr[g], 8);
-                ps += __shfl_xor_sync(0xffffffffu, ps, 16);
-                l[g] = l[g] * corr + ps;
-                m[g] = mNew;
-#pragma unroll
-                for (int c = 0; c < 4; ++c) out[g][c] *= corr;
+                pr[g] = softmaxStep.template operator()<8>(g, live ? d * scaleLog2 : -INFINITY, live);
             }
 #pragma unroll
             for (int w = 0; w < 4; ++w) {
                 const float p0 = __shfl_sync(0xffffffffu, pr[0], 8 * w), p1 = __shfl_sync(0xffffffffu, pr[1], 8 * w);
-                if (liveKeys >> (8 * w) & 1u) {
-                    const uint2 raw = *reinterpret_cast<const uint2*>(sm.v + (base + w) * kHpHeadDim + 4 * lane);
-                    const T* v = reinterpret_cast<const T*>(&raw);
-                    const float v0 = toFloat(v[0]), v1 = toFloat(v[1]), v2 = toFloat(v[2]), v3 = toFloat(v[3]);
-                    out[0][0] = fmaf(p0, v0, out[0][0]), out[0][1] = fmaf(p0, v1, out[0][1]);
-                    out[0][2] = fmaf(p0, v2, out[0][2]), out[0][3] = fmaf(p0, v3, out[0][3]);
-                    out[1][0] = fmaf(p1, v0, out[1][0]), out[1][1] = fmaf(p1, v1, out[1][1]);
-                    out[1][2] = fmaf(p1, v2, out[1][2]), out[1][3] = fmaf(p1, v3, out[1][3]);
-                }
+                if (liveKeys >> (8 * w) & 1u) addValue(p0, p1, sm.v + (base + w) * kHpHeadDim);
             }
         };
         static_assert(kHpPrefetchKeys <= 8 * kWarps + 4 * kWarps, "a round of groups and one of quads cover the prefetch");
