@@ -204,8 +204,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int prefetched = min(keys, kHpPrefetchKeys);
 
     // Before the wait: qkv rows into registers (thread t: row t / 8, chunks j * 8 + t % 8; CTAs 0-7 the
-    // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the rotation, the partition's first
-    // keys and values, this thread's chunks of o (row t / 4, chunks j * 4 + t % 4).
+    // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the partition's first keys and
+    // values, this thread's chunks of o (row t / 4, chunks j * 4 + t % 4), the rotation.
     const int qRow = tid >> 3, qPart = tid & 7, oRow = tid >> 2, oPart = tid & 3;
     const int rowBase = rank < 8 ? kHeadOut * head + kQkvRowsCta * rank
                       : rank < 12 ? kHpQHeads * kHpHeadDim + kHpHeadDim * head + kQkvRowsCta * (rank - 8)
@@ -226,13 +226,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int h = 0; h < 4; ++h) qkNormW[h] = toFloat(w[lane + 32 * h]);
     }
     const int64_t newSlot = *p.slot;
-    if (tid < kHalfDim) {
-        int axis = 0, bound = p.sections[0];
-        while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
-        const int64_t pos = min(max(p.positions[axis * p.positionsAxisStride], int64_t(0)), int64_t(p.maxPosition - 1));
-        sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
-        sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
-    }
     // The partition's first keys, 16 chunks a row, spread over all the CTA's threads (key = i / 16 of
     // chunk i = tid + 256 j). (A warp a group of 8 keys, as before, left warps 0-2 a second group at 65-84
     // keys a CTA, and the step ~17 us slower at a page's contexts: perf.md, call 184.) Every round's block
@@ -264,6 +257,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 0; j < kHeadOut / 32; ++j) cpAsync16(sm.o + oRow * kORow + (j * 4 + oPart) * 8, src + (j * 4 + oPart) * 8, true);
     }
     cpAsyncCommit();
+    // The new token's rotation last: its table row depends on a loaded position, and storing it into shared
+    // memory waits for both loads, which would hold warps 0 and 1 back from issuing their copies above.
+    if (tid < kHalfDim) {
+        int axis = 0, bound = p.sections[0];
+        while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
+        const int64_t pos = min(max(p.positions[axis * p.positionsAxisStride], int64_t(0)), int64_t(p.maxPosition - 1));
+        sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
+        sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
+    }
     clusterArriveRelaxed();
     allowDependentLaunch();
     gridDependencyWait();
