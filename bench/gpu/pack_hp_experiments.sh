@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds here (nvcc, no GPU needed) the binaries run_hp_experiments.sh runs on the GPU machine, and packs
-# them into build-gpu/hp-benches.tar.xz (~26 MB: carry ["build-gpu/hp-benches.tar.xz"]):
+# them into build-gpu/hp-benches.tar.xz (~30 MB: carry ["build-gpu/hp-benches.tar.xz"]):
 #   bench_hp_base            bench_persistent_decode at BASE (a commit; default a994ac4, the K/V prefetch
 #                            before its block ids were loaded together), from a git worktree;
+#   bench_hp_trace_base      bench_hp_trace at BASE;
 #   bench_persistent_decode  this tree's kernels;
 #   bench_hp_quads           this tree's kernels with LECTOR_HP_TAIL_QUADS (the experiment);
 #   bench_hp_spread, _balance this tree's kernels, the attention clusters placed by the spread / load-balancing
@@ -17,13 +18,14 @@ BASE=${1:-a994ac4}
 WT=/tmp/lector-hp-base
 git worktree remove --force "$WT" 2>/dev/null || rm -rf "$WT"
 git worktree add -q --detach "$WT" "$BASE"
-(cd "$WT" && bash bench/gpu/build_torch_free.sh bench_persistent_decode > /dev/null)
+(cd "$WT" && bash bench/gpu/build_torch_free.sh bench_persistent_decode bench_hp_trace > /dev/null)
 mkdir -p build-gpu
 cp "$WT/build-gpu/bench_persistent_decode" build-gpu/bench_hp_base
+cp "$WT/build-gpu/bench_hp_trace" build-gpu/bench_hp_trace_base
 git worktree remove --force "$WT"
 BENCHES="bench_persistent_decode bench_hp_quads bench_hp_spread bench_hp_balance bench_hp_trace bench_greedy_screen"
 # shellcheck disable=SC2086
 bash bench/gpu/build_torch_free.sh $BENCHES > /dev/null
 # shellcheck disable=SC2086
-tar cJf build-gpu/hp-benches.tar.xz -C build-gpu bench_hp_base $BENCHES
+tar cJf build-gpu/hp-benches.tar.xz -C build-gpu bench_hp_base bench_hp_trace_base $BENCHES
 ls -la build-gpu/hp-benches.tar.xz

@@ -7,7 +7,8 @@
 #      policies (bench_hp_spread, bench_hp_balance) in alternation, two rounds: each checked against the CPU reference (2 layers,
 #      both dtypes, contexts 1 to 4101), then the step's time at the contexts of a page's decode and
 #      around the jump at 64 -> 65 keys a CTA (1024 -> 1040);
-#   2. this tree's kernels traced (bench_hp_trace --trace): every stage of both kernels at those contexts;
+#   2. the kernels traced (bench_hp_trace --trace) before the prefetch fix and now: every stage of both
+#      kernels at those contexts;
 #   3. the greedy screen's checks and times (bench_greedy_screen).
 # Output: $OUT/hp_experiments.md (also printed). About 6 minutes (ROUNDS=1: about 4).
 set -uo pipefail
@@ -29,9 +30,12 @@ R=$OUT/hp_experiments.md
       echo "($b exit $?)"
     done
   done
-  echo "### bench_hp_trace --trace --contexts 1024,1040,1076,1345"
-  timeout 90 build-gpu/bench_hp_trace --trace --contexts 1024,1040,1076,1345
-  echo "(bench_hp_trace exit $?)"
+  for b in bench_hp_trace_base bench_hp_trace; do
+    [ -x "build-gpu/$b" ] || { echo "(build-gpu/$b missing)"; continue; }
+    echo "### $b --trace --contexts 1024,1040,1076,1345"
+    timeout 90 "build-gpu/$b" --trace --contexts 1024,1040,1076,1345
+    echo "($b exit $?)"
+  done
   if [ -x build-gpu/bench_greedy_screen ]; then
     echo "### bench_greedy_screen"
     timeout 120 build-gpu/bench_greedy_screen
