@@ -414,8 +414,9 @@ __global__ void __launch_bounds__(kThreads, 2)
         // Four prefetched keys from `base` (those below `prefetched` and loaded): lane = 8 x key + e, with the
         // key's 16-byte chunks e and e + 8 (a phase of 8 lanes reads 128 contiguous bytes), q's from shared
         // memory (the group's q stay in registers for the groups after this). The same running max, sum and
-        // output dims as attendGroup: a quad's critical path is about 60 % of a group's, so a warp's second
-        // round at 65-84 keys a CTA costs less (an experiment: bench_hp_quads, docs/perf.md).
+        // output dims as attendGroup; a quad's chain is shorter than a group's (two dot8 a head instead of
+        // four, one shuffle level less in its max and sum, 4 values instead of 8), so a warp's second round at
+        // 65-84 keys a CTA costs less (an experiment: bench_hp_quads, docs/perf.md).
         auto attendQuad = [&](int base) {
             const int u = lane >> 3, e = lane & 7, key = base + u;
             const bool live = key < prefetched && sm.keyLoaded[key];
