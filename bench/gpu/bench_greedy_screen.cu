@@ -107,19 +107,8 @@ int main(int argc, char** argv)
         h.stats = refStats;
         gpu::ref::greedyScreenRef(h);
         // The full logits and the sampler.
-        gpu::SkinnyGemmParams g;
-        g.dtype = gpu::DType::F16;
-        g.engine = gpu::SkinnyEngine::Simt;
-        g.out = dLogits->ptr;
-        g.x = dX->ptr;
-        g.weight = weight->ptr;
-        g.outStride = vocab;
-        g.xStride = k;
-        g.weightStride = k;
-        g.rows = 1;
-        g.n = vocab;
-        g.k = k;
-        g.outFloat = true;
+        const gpu::SkinnyGemmParams g =
+            gpu::skinnyRowParams(gpu::DType::F16, dLogits->ptr, dX->ptr, weight->ptr, vocab, k, /*outFloat=*/true);
         gpu::SampleTokensParams s;
         s.dtype = gpu::DType::F32;
         s.logits = dLogits->ptr;

@@ -680,20 +680,8 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
     }
     LECTOR_CUDA_TRY(launchKernel(hpFinalNormKernel<T>, dim3(1), dim3(kThreads), 0, stream, params, b));
     if (p.hiddenOut) return cudaSuccess;  // no logits: the greedy screen reads the row
-    SkinnyGemmParams g;
-    g.dtype = p.dtype;
-    g.engine = SkinnyEngine::Simt;
-    g.out = p.logits;
-    g.x = b.finalRow;
-    g.weight = p.lmHead;
-    g.outStride = p.vocab;
-    g.xStride = kHpHidden;
-    g.weightStride = kHpHidden;
-    g.rows = 1;
-    g.n = p.vocab;
-    g.k = kHpHidden;
-    g.outFloat = true;
-    return launchSkinnyGemm(g, stream);
+    return launchSkinnyGemm(skinnyRowParams(p.dtype, p.logits, b.finalRow, p.lmHead, p.vocab, kHpHidden, /*outFloat=*/true),
+                            stream);
 }
 
 }  // namespace

@@ -61,6 +61,26 @@ struct SkinnyGemmParams {
 constexpr int64_t skinnyNormSmemBytes(int rows, int k, int elemBytes) { return int64_t(rows) * k * elemBytes; }
 constexpr int64_t kSkinnyNormMaxSmemBytes = 48 * 1024;
 
+// One contiguous row on the Simt engine: out [n] = x [k] times weight [n, k]^T (rows of k elements);
+// outFloat: float32 out, as the LM head's logits.
+inline SkinnyGemmParams skinnyRowParams(DType dtype, void* out, const void* x, const void* weight, int n, int k,
+                                        bool outFloat = false)
+{
+    SkinnyGemmParams g;
+    g.dtype = dtype;
+    g.out = out;
+    g.x = x;
+    g.weight = weight;
+    g.outStride = n;
+    g.xStride = k;
+    g.weightStride = k;
+    g.rows = 1;
+    g.n = n;
+    g.k = k;
+    g.outFloat = outFloat;
+    return g;
+}
+
 constexpr int skinnyMaxRows(SkinnyEngine e) { return e == SkinnyEngine::Simt ? kSkinnyMaxRows : kSkinnyTcMaxRows; }
 
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS

@@ -24,19 +24,7 @@ void persistentDecodeRef(const PersistentDecodeParams& p)
     auto tensor = [&](int l, int which) { return p.layers[l * kPlCount + which]; };
     // out [n] = x [k] weight^T, one row (outFloat: the rounded product widened, like the kernels' logits).
     auto project = [&](void* out, const void* x, const void* weight, int n, int k, bool outFloat = false) {
-        SkinnyGemmParams g;
-        g.dtype = t;
-        g.out = out;
-        g.x = x;
-        g.weight = weight;
-        g.outStride = n;
-        g.xStride = k;
-        g.weightStride = k;
-        g.rows = 1;
-        g.n = n;
-        g.k = k;
-        g.outFloat = outFloat;
-        skinnyGemmRef(g);
+        skinnyGemmRef(skinnyRowParams(t, out, x, weight, n, k, outFloat));
     };
     // normed = RMSNorm(residual += delta) (no add for the first layer).
     auto addNorm = [&](bool add, const void* weight) {
