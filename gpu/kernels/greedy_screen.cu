@@ -247,9 +247,7 @@ cudaError_t launchGreedyScreen(const GreedyScreenParams& p, cudaStream_t stream)
     if ((reinterpret_cast<uintptr_t>(p.q) & 15u) || (reinterpret_cast<uintptr_t>(p.weight) & 15u) ||
         (p.weightStride * dtypeBytes(p.dtype)) % 16 != 0)
         return cudaErrorInvalidValue;
-    const DecodeAdvance& a = p.advance;
-    if (a.contextLens && (!a.positions || !a.slots || !a.blockTable || !a.offsets || a.numPosAxes < 0 || a.blockTableStride < 1))
-        return cudaErrorInvalidValue;
+    if (decodeAdvanceMalformed(p.advance, 1)) return cudaErrorInvalidValue;
     const int rowsPer = static_cast<int>((int64_t(p.vocab) + p.numCtas - 1) / p.numCtas);
     const size_t smem = size_t(p.k) * (sizeof(float) + 2) + size_t(rowsPer) * (2 * sizeof(float) + 1);
     return dispatchDType(p.dtype, [&]<class T>() -> cudaError_t {

@@ -291,10 +291,7 @@ cudaError_t launchSampleTokens(const SampleTokensParams& p, cudaStream_t stream)
 {
     if (p.numSeqs < 0 || p.numSeqs > 65535 || p.vocabSize <= 0 || !p.outTokens) return cudaErrorInvalidValue;
     if (p.slices < 1 || p.slices > kThreads || (p.slices > 1 && !p.scratch)) return cudaErrorInvalidValue;
-    const DecodeAdvance& a = p.advance;
-    if (a.contextLens && (!a.positions || !a.slots || !a.blockTable || !a.offsets || a.numPosAxes < 0 ||
-                          a.blockTableStride < 1 || (a.numPosAxes > 0 && a.positionsAxisStride < p.numSeqs)))
-        return cudaErrorInvalidValue;
+    if (decodeAdvanceMalformed(p.advance, p.numSeqs)) return cudaErrorInvalidValue;
     if (p.numSeqs == 0) return cudaSuccess;
     // Every slice must own at least one token: the kernel's slice length is whole passes.
     if (p.slices > 1 &&

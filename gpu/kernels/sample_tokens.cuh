@@ -38,6 +38,13 @@ struct DecodeAdvance {
     int64_t* history = nullptr;           // [numSeqs] or nullptr: this step's tokens, kept
 };
 
+// Whether `a` is set (contextLens) but cannot serve numSeqs sequences: the launchers refuse it.
+inline bool decodeAdvanceMalformed(const DecodeAdvance& a, int numSeqs)
+{
+    return a.contextLens && (!a.positions || !a.slots || !a.blockTable || !a.offsets || a.numPosAxes < 0 ||
+                             a.blockTableStride < 1 || (a.numPosAxes > 0 && a.positionsAxisStride < numSeqs));
+}
+
 // Sequence s's inputs after it drew `token` (DecodeAdvance). The kernel and the CPU reference both call it.
 LECTOR_HD inline void advanceDecodeRow(const DecodeAdvance& a, int s, int64_t token)
 {
