@@ -18,7 +18,9 @@
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
 //   bench_hp_quads --head-parallel [--contexts ...]: the same as --head-parallel, the kernels built with
-//     LECTOR_HP_TAIL_QUADS (the keys past 64 a CTA in quads of 4 a warp; build_torch_free.sh bench_hp_quads).
+//     LECTOR_HP_TAIL_QUADS (the keys past 64 a CTA in quads of 4 a warp; build_torch_free.sh bench_hp_quads);
+//     bench_hp_spread / bench_hp_balance the same with LECTOR_HP_CLUSTER_POLICY=1 / 2 (the attention
+//     clusters' scheduling policy).
 //   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
 //     kernels built with LECTOR_HP_TRACE (bash bench/gpu/build_torch_free.sh bench_hp_trace): where a
 //     head-parallel layer's time goes at each context, stage by stage, from the kernels' own stamps
@@ -322,8 +324,10 @@ int headParallel(int layers, const std::vector<int>& contexts)
         for (int context : {1, 17, 1076, 1345, 4100}) ok = checkAgainstReference(m, context, &gpu::launchHeadParallelDecode, "head-parallel ") && ok;
     }
     const double copyBw = bench::copyBandwidth();
-#ifdef LECTOR_HP_TAIL_QUADS
+#if defined(LECTOR_HP_TAIL_QUADS)
     const char* variant = " (head-parallel kernels built with LECTOR_HP_TAIL_QUADS)";
+#elif defined(LECTOR_HP_CLUSTER_POLICY)
+    const char* variant = LECTOR_HP_CLUSTER_POLICY == 1 ? " (attention clusters: the spread policy)" : " (attention clusters: load balancing)";
 #else
     const char* variant = "";
 #endif

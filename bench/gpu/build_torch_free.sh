@@ -34,12 +34,9 @@ declare -A DEPS=(
   [bench_head_parallel_layers]=""
   [bench_head_parallel_rows]=""
 )
-DEPS[bench_hp_trace]=${DEPS[bench_persistent_decode]}
-DEPS[bench_hp_quads]=${DEPS[bench_persistent_decode]}
-DEPS[bench_hp_spread]=${DEPS[bench_persistent_decode]}
-DEPS[bench_hp_balance]=${DEPS[bench_persistent_decode]}
-declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_hp_trace]="-lcuda" [bench_hp_quads]="-lcuda" [bench_hp_spread]="-lcuda" [bench_hp_balance]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
-# A bench built from another's source with defines: its objects apart (build-gpu-obj/<define>/).
+declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
+# A bench built from another's source (its dependencies and libraries too) with a define. The sources that
+# name the define themselves get objects of their own (build-gpu-obj/<define>/); the others are shared.
 declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode [bench_hp_quads]=bench_persistent_decode
                    [bench_hp_spread]=bench_persistent_decode [bench_hp_balance]=bench_persistent_decode)
 declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE [bench_hp_quads]=LECTOR_HP_TAIL_QUADS
@@ -49,14 +46,17 @@ BENCHES=("$@")
 
 # objOf SOURCE [DEFINE]
 objOf() { echo "$OBJ/${2:+$2/}$(echo "$1" | tr '/' '_').o"; }
+# defineFor SOURCE DEFINE: DEFINE where SOURCE names it (its name before any "="), else nothing.
+defineFor() { [ -n "$2" ] && grep -q "${2%%=*}" "$1" && echo "$2" || true; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
 newestHeader=$(find gpu bench/gpu -name '*.h' -o -name '*.cuh' | xargs ls -t | head -1)
 declare -A SEEN=()
 TODO=()  # "source define" pairs
 for b in "${BENCHES[@]}"; do
-  [ -n "${DEPS[$b]+x}" ] || { echo "unknown bench $b" >&2; exit 1; }
-  def=${DEFINES[$b]:-}
-  for src in "bench/gpu/${SOURCE[$b]:-$b}.cu" ${DEPS[$b]}; do
+  base=${SOURCE[$b]:-$b}
+  [ -n "${DEPS[$base]+x}" ] || { echo "unknown bench $b" >&2; exit 1; }
+  for src in "bench/gpu/$base.cu" ${DEPS[$base]}; do
+    def=$(defineFor "$src" "${DEFINES[$b]:-}")
     [ -z "${SEEN[$src $def]+x}" ] || continue
     SEEN[$src $def]=1
     obj=$(objOf "$src" "$def")
@@ -79,11 +79,11 @@ for item in "${TODO[@]}"; do
 done
 while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); done
 for b in "${BENCHES[@]}"; do
-  def=${DEFINES[$b]:-}
-  objs=$(objOf "bench/gpu/${SOURCE[$b]:-$b}.cu" "$def")
-  for src in ${DEPS[$b]}; do objs="$objs $(objOf "$src" "$def")"; done
+  base=${SOURCE[$b]:-$b}
+  objs=""
+  for src in "bench/gpu/$base.cu" ${DEPS[$base]}; do objs="$objs $(objOf "$src" "$(defineFor "$src" "${DEFINES[$b]:-}")")"; done
   # shellcheck disable=SC2086
-  "$NVCC" "${FLAGS[@]}" -arch=sm_90 $objs ${LIBS[$b]:-} -o "$OUT/$b"
+  "$NVCC" "${FLAGS[@]}" -arch=sm_90 $objs ${LIBS[$base]:-} -o "$OUT/$b"
   echo "$OUT/$b"
 done
 du -sh "$OUT"
