@@ -22,6 +22,12 @@ export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 
 # configure_lector [CMAKE_ARGS...]: configures $B without the GUI against the installed PyTorch's libtorch
 # and the packages in $P; prints the end of the log and fails when CMake fails.
+configure_lector() {
+  cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+    -DLECTOR_GUI=OFF -DLECTOR_DEPS_PREFIX="$P" "$@" > "$W/configure.log" 2>&1 || { tail -30 "$W/configure.log"; return 1; }
+}
+
 # same_page LABEL A.jsonl B.jsonl: whether two `recognize --format jsonl` runs of one page gave the same text
 # and token count ("LABEL: same text; tokens a / b", or DIFFERENT).
 same_page() {
@@ -38,12 +44,6 @@ a, b = page(files[0]), page(files[1])
 same = a.get("text") is not None and a.get("text") == b.get("text") and a.get("tokens") == b.get("tokens")
 print("%s: %s; tokens %s / %s" % (label, "same text" if same else "DIFFERENT", a.get("tokens"), b.get("tokens")))
 PY
-}
-
-configure_lector() {
-  cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-    -DLECTOR_GUI=OFF -DLECTOR_DEPS_PREFIX="$P" "$@" > "$W/configure.log" 2>&1 || { tail -30 "$W/configure.log"; return 1; }
 }
 
 # make_page FILE...: a text-dense 1024x1024 page (four copies of doc_en's text stacked), saved to each

@@ -36,7 +36,7 @@
 # 64 and 256 pages, tiny pool, Poisson) and skips the rest: bfloat16, the per-projection routes, table 3,
 # the SDPA / no-PDL / persistent variants, the graph-sampler comparison, the 256-token launch comparisons
 # (one decode step a replay against launches of 8), the step budgets' comparison and
-# the diagnostic benches (bench_greedy_screen among them) (a run of the engine's figures well inside one call: ~450 s).
+# the diagnostic benches, bench_greedy_screen among them (a run of the engine's figures well inside one call: ~450 s).
 # full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
 full_run() { [ -z "${TABLES_ONLY:-}" ]; }
 source "$(dirname "$0")/lib.sh"
@@ -77,7 +77,6 @@ done
 
 step "wait for the references"
 wait $REF; tail -2 "$W/reference.log"; cat "$W/baseline.log" | grep -E "^\{|exit|Error|error" | tail -8
-
 # 256 different pages (p000 is the page above), and the first 64 of them: the bursts and the Poisson
 # stream submit distinct images, as users do, not one image many times.
 make_pages /tmp/pages 256 > /dev/null; mkdir -p /tmp/pages64
