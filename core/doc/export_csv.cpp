@@ -9,7 +9,7 @@ namespace lector::doc {
 
 std::string csvField(std::string_view value)
 {
-    const std::string v = sanitizeUtf8(value);
+    const std::string v = utf8::sanitize(value);
     if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
     std::string out = "\"";
     for (char c : v) {

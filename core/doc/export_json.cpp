@@ -8,7 +8,7 @@
 namespace lector::doc {
 namespace {
 
-Json str(const std::string& s) { return Json(sanitizeUtf8(s)); }
+Json str(const std::string& s) { return Json(utf8::sanitize(s)); }
 
 Json lineToJson(const TextLine& line)
 {
@@ -151,7 +151,7 @@ Json toJson(const OcrResult& r)
         j["text"] = str(r.text);
         if (!r.fields.empty()) {
             Json fields = Json::object();
-            for (const auto& [k, v] : r.fields) fields[sanitizeUtf8(k)] = str(v);
+            for (const auto& [k, v] : r.fields) fields[utf8::sanitize(k)] = str(v);
             j["fields"] = std::move(fields);
         }
         if (r.markdown) j["markdown"] = str(*r.markdown);
@@ -159,7 +159,7 @@ Json toJson(const OcrResult& r)
     if (r.raw) j["raw"] = str(*r.raw);
     if (!r.timingMs.empty()) {
         Json t = Json::object();
-        for (const auto& [stage, ms] : r.timingMs) t[sanitizeUtf8(stage)] = roundTo(ms, 1);
+        for (const auto& [stage, ms] : r.timingMs) t[utf8::sanitize(stage)] = roundTo(ms, 1);
         j["timing_ms"] = std::move(t);
     }
     if (r.tokens) j["tokens"] = Json{{"prompt", r.tokens->prompt}, {"generated", r.tokens->generated}};

@@ -257,7 +257,7 @@ private:
                     next += 6;
                 }
             }
-            appendUtf8(out, cp);
+            utf8::append(out, cp);
             return next;
         }
         default: break;
@@ -335,13 +335,13 @@ std::string toCompactJson(const Value& v)
 {
     switch (v.kind) {
     case Value::Kind::Null: return "null";
-    case Value::Kind::Scalar: return isJsonNumber(v.text) ? v.text : nlohmann::json(sanitizeUtf8(v.text)).dump();
-    case Value::Kind::String: return nlohmann::json(sanitizeUtf8(v.text)).dump();
+    case Value::Kind::Scalar: return isJsonNumber(v.text) ? v.text : nlohmann::json(utf8::sanitize(v.text)).dump();
+    case Value::Kind::String: return nlohmann::json(utf8::sanitize(v.text)).dump();
     case Value::Kind::Object: {
         std::string out = "{";
         for (std::size_t i = 0; i < v.members.size(); ++i) {
             if (i) out += ",";
-            out += nlohmann::json(sanitizeUtf8(v.members[i].first)).dump() + ":" + toCompactJson(v.members[i].second);
+            out += nlohmann::json(utf8::sanitize(v.members[i].first)).dump() + ":" + toCompactJson(v.members[i].second);
         }
         return out + "}";
     }

@@ -164,7 +164,7 @@ std::string decodeEntities(std::string_view s)
                 ++digits;
             }
             if (digits && j < s.size() && s[j] == ';') {
-                appendUtf8(out, cp);
+                utf8::append(out, cp);
                 i = j;
                 done = true;
             }

@@ -4,11 +4,13 @@
 // Model output is not always valid UTF-8 (a generation cut inside a multi-byte character, a raw
 // byte token): the "lossless" decode keeps such bytes as U+DC80..U+DCFF (Python's surrogateescape)
 // so that code-point algorithms (Tencent's repeat cleaner counts Python characters) can run and the
-// exact bytes come back on encode. sanitizeUtf8() is for output that must be valid (JSON, CSV).
+// exact bytes come back on encode. Output that must be valid (JSON, CSV) goes through utf8::sanitize().
 #pragma once
 
 #include <string>
 #include <string_view>
+
+#include "core/common/utf8.h"
 
 namespace lector::doc {
 
@@ -16,10 +18,6 @@ namespace lector::doc {
 std::u32string decodeUtf8Lossless(std::string_view s);
 // Inverse of decodeUtf8Lossless: U+DC80..U+DCFF become the original byte again.
 std::string encodeUtf8Lossless(std::u32string_view s);
-// Appends the UTF-8 encoding of one code point (invalid ones as U+FFFD).
-void appendUtf8(std::string& out, char32_t cp);
-// Valid UTF-8 copy: every invalid sequence is replaced by U+FFFD.
-std::string sanitizeUtf8(std::string_view s);
 
 // Trims ASCII whitespace, no-break space (U+00A0) and the ideographic space (U+3000) at both ends.
 std::string_view trimText(std::string_view s);

@@ -152,7 +152,7 @@ Result<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizerJson)
 std::vector<int32_t> Tokenizer::encode(std::string_view input, bool parseSpecialTokens) const
 {
     const Impl& d = *m_impl;
-    const std::string text = sanitizeUtf8(input);
+    const std::string text = utf8::sanitize(input);
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 3 + 4);
     std::vector<Segment> outer, inner;

@@ -55,7 +55,7 @@ Result<BpeModel> BpeModel::parse(const nlohmann::json& model, TokenizerJson& raw
     raw.vocab.clear();
     for (unsigned b = 0; b < 256; ++b) {
         std::string ch;
-        appendUtf8(byteToCodePoint(uint8_t(b)), ch);
+        utf8::append(ch, byteToCodePoint(uint8_t(b)));
         const auto it = m.m_vocab.find(ch);
         m.m_byteIds[b] = it == m.m_vocab.end() ? -1 : it->second;
     }
@@ -139,7 +139,7 @@ void BpeModel::initialSymbols(std::string_view word, bool byteLevel, std::vector
                 ids.push_back(id), lens.push_back(1), lastWasUnk = false;
             } else {
                 std::string ch;
-                appendUtf8(byteToCodePoint(uint8_t(c)), ch);
+                utf8::append(ch, byteToCodePoint(uint8_t(c)));
                 unknown(ch);
             }
         }

@@ -24,7 +24,7 @@ struct ByteTables {
             const char32_t cp = isSelfMapped(b) ? char32_t(b) : next++;
             toCodePoint[b] = cp;
             toByte[cp] = static_cast<int16_t>(b);
-            appendUtf8(cp, utf8[b]);
+            lector::utf8::append(utf8[b], cp);  // the namespace, not the member
         }
     }
 };

@@ -11,7 +11,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skipSpecialToke
     std::string bytes;
     for (int32_t id : ids) m_impl->appendBytes(id, skipSpecialTokens, bytes);
     std::string text;
-    appendUtf8Lossy(bytes, /*final=*/true, text);
+    utf8::appendLossy(bytes, /*final=*/true, text);
     return text;
 }
 

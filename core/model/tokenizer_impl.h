@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/result.h"
+#include "core/common/utf8.h"
 #include "core/model/tokenizer.h"
 
 namespace lector::model::tokenizer_detail {
@@ -58,18 +59,9 @@ Result<TokenizerJson> parseTokenizerJson(const std::string& text, const std::str
 
 // --- UTF-8 -------------------------------------------------------------------------------------------
 
-// Length of the well-formed UTF-8 sequence starting at s[i] (1..4), or 0 when the bytes there are not
-// one (invalid lead byte, bad continuation, overlong, surrogate, > U+10FFFF, or cut off by the end).
-size_t validSequenceLength(std::string_view s, size_t i);
-// The input with every maximal invalid subpart replaced by U+FFFD (Rust's String::from_utf8_lossy).
-std::string sanitizeUtf8(std::string_view s);
-// Appends the lossy UTF-8 text of `bytes` to `out` and returns how many bytes were consumed. When
-// `final` is false, a trailing sequence that is incomplete but could still become valid is left
-// unconsumed (at most 3 bytes), so feeding the rest later gives the same text as one call would.
-size_t appendUtf8Lossy(std::string_view bytes, bool final, std::string& out);
-// Decodes the code point at s[i] of a valid UTF-8 string and advances i.
-char32_t nextCodePoint(std::string_view s, size_t& i);
-void appendUtf8(char32_t cp, std::string& out);
+// UTF-8 (core/common/utf8.h): the tokenizer's text follows its maximal-subpart repair rule.
+using utf8::nextCodePoint;
+using utf8::validSequenceLength;
 // Unicode White_Space (Rust's char::is_whitespace).
 bool isWhitespace(char32_t cp);
 // Regex word character (\w of Rust's regex: letters, marks, decimal digits, connector punctuation).

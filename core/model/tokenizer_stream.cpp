@@ -16,7 +16,7 @@ std::string StreamingDecoder::push(int32_t id)
 {
     m_impl->appendBytes(id, m_skipSpecialTokens, m_pending);
     std::string text;
-    const size_t used = appendUtf8Lossy(m_pending, /*final=*/false, text);
+    const size_t used = utf8::appendLossy(m_pending, /*final=*/false, text);
     m_pending.erase(0, used);
     return text;
 }
@@ -24,7 +24,7 @@ std::string StreamingDecoder::push(int32_t id)
 std::string StreamingDecoder::finish()
 {
     std::string text;
-    appendUtf8Lossy(m_pending, /*final=*/true, text);
+    utf8::appendLossy(m_pending, /*final=*/true, text);
     m_pending.clear();
     return text;
 }

@@ -104,7 +104,11 @@ LECTOR_TEST(jsonReplacesInvalidUtf8InsteadOfThrowing)
     OcrResult r;
     r.image = "a.png";
     r.raw = std::string("ok \xE4\xB8", 5);  // a generation cut inside a 3-byte character
-    LECTOR_CHECK_EQ(toJson(r).dump(), std::string("{\"image\":\"a.png\",\"lines\":[],\"text\":\"\",\"raw\":\"ok \xEF\xBF\xBD\xEF\xBF\xBD\",\"error\":null}"));
+    // One U+FFFD for the cut character, as Python's bytes.decode("utf-8", "replace") gives.
+    LECTOR_CHECK_EQ(toJson(r).dump(), std::string("{\"image\":\"a.png\",\"lines\":[],\"text\":\"\",\"raw\":\"ok \xEF\xBF\xBD\",\"error\":null}"));
+    // Each maximal invalid subpart is one U+FFFD: a stray byte, a cut 3-byte character, a surrogate's bytes.
+    r.raw = std::string("a\xFF\xE4\xB8" "b\xED\xA0\x80" "c");
+    LECTOR_CHECK_EQ(toJson(r)["raw"].get<std::string>(), std::string("a\uFFFD\uFFFDb\uFFFD\uFFFD\uFFFDc"));
 }
 
 LECTOR_TEST(jsonRoundTripsThroughFromJson)
