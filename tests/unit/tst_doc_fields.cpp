@@ -9,8 +9,10 @@
 #include "core/doc/export_json.h"
 #include "core/doc/field_extractor.h"
 #include "core/doc/preset.h"
+#include "tests/unit/tst_doc_support.h"
 
 using namespace lector::doc;
+using lector::test::doc::preset;
 
 namespace {
 
@@ -22,18 +24,6 @@ OcrResult linesFixture(const std::string& name)
     auto r = resultsFromJsonText(ss.str(), name);
     if (!r.ok() || r->size() != 1) lector::test::fail(__FILE__, __LINE__, "cannot read " + name);
     return (*r)[0];
-}
-
-const Preset& preset(const std::string& id)
-{
-    static const std::vector<Preset> all = [] {
-        auto p = loadPresets(LECTOR_PRESETS_DIR);
-        if (!p.ok()) throw std::runtime_error(p.error().message);
-        return std::move(p).value();
-    }();
-    const Preset* p = findPreset(all, id);
-    if (!p) lector::test::fail(__FILE__, __LINE__, "no preset " + id);
-    return *p;
 }
 
 std::string fieldsOf(const OcrResult& r)

@@ -8,8 +8,11 @@
 
 #include "core/doc/output_parser.h"
 #include "core/doc/preset.h"
+#include "tests/unit/tst_doc_support.h"
 
 using namespace lector::doc;
+using lector::test::doc::preset;
+using lector::test::doc::presets;
 
 namespace {
 
@@ -20,23 +23,6 @@ std::string data(const std::string& name)
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
-}
-
-const std::vector<Preset>& presets()
-{
-    static const std::vector<Preset> all = [] {
-        auto p = loadPresets(LECTOR_PRESETS_DIR);
-        if (!p.ok()) throw std::runtime_error(p.error().message);
-        return std::move(p).value();
-    }();
-    return all;
-}
-
-const Preset& preset(const std::string& id)
-{
-    const Preset* p = findPreset(presets(), id);
-    if (!p) lector::test::fail(__FILE__, __LINE__, "no preset " + id);
-    return *p;
 }
 
 void checkLine(const TextLine& l, const std::string& text, std::array<int, 4> box)

@@ -6,28 +6,14 @@
 #include <fstream>
 
 #include "core/doc/preset.h"
+#include "tests/unit/tst_doc_support.h"
 
 using namespace lector::doc;
+using lector::test::doc::preset;
+using lector::test::doc::presets;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::vector<Preset>& presets()
-{
-    static const std::vector<Preset> all = [] {
-        auto p = loadPresets(LECTOR_PRESETS_DIR);
-        if (!p.ok()) throw std::runtime_error(p.error().message);
-        return std::move(p).value();
-    }();
-    return all;
-}
-
-const Preset& preset(const std::string& id)
-{
-    const Preset* p = findPreset(presets(), id);
-    if (!p) lector::test::fail(__FILE__, __LINE__, "no preset " + id);
-    return *p;
-}
 
 // Writes `json` as <dir>/<id>.json and returns the error of loading it ("" when it loads).
 std::string loadError(const std::string& id, const std::string& json)
