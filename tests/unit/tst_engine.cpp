@@ -187,10 +187,13 @@ LECTOR_TEST(statsArePublishedAfterEachStep)
     Collector c;
     for (int i = 0; i < 9; ++i) LECTOR_CHECK(engine->submit(makeRequest("s" + std::to_string(i)), c.callbacks()).ok());
     c.waitFor(9);
-    // Nine requests at four per step: at least three steps; the snapshot follows the step that
-    // finished the last result, so wait for it briefly.
+    // Nine requests at four per step: at least three steps (more where the first step started before
+    // all nine were queued). The snapshot follows each step, after its callbacks, so wait briefly for
+    // one that shows both (a step count alone can come from an earlier step's snapshot, with requests
+    // still waiting).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (engine->stats().steps < 3 && std::chrono::steady_clock::now() < deadline)
+    auto settled = [](const EngineStats& s) { return s.steps >= 3 && s.waitingSequences == 0; };
+    while (!settled(engine->stats()) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const EngineStats s = engine->stats();
     LECTOR_CHECK(s.steps >= 3);
