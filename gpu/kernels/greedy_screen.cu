@@ -217,6 +217,7 @@ __global__ void __launch_bounds__(kThreads, 2) greedyScreenKernel(const __grid_c
     unsigned long long b = 0;
     for (int i = tid; i < static_cast<int>(gridDim.x); i += kThreads) {
         const unsigned long long c = __ldcg(partials + i);
+        partials[i] = 0;  // every CTA has written its own: the scratch is left zero, as the launch found it
         b = c > b ? c : b;
     }
 #pragma unroll
