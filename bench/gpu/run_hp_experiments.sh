@@ -2,7 +2,8 @@
 # The head-parallel batch-1 step taken apart and its changes timed, in one short device call, from
 # binaries built here: bash bench/gpu/pack_hp_experiments.sh, then carry ["build-gpu/hp-benches.tar.xz"].
 #   1. the kernels before the K/V prefetch loaded its block ids together (bench_hp_base), this tree's
-#      (bench_persistent_decode), this tree's with the tail of 4 keys a warp (bench_hp_quads,
+#      (bench_persistent_decode), this tree's with layer 0 launched after the work before it, not under PDL
+#      (LECTOR_HP_FIRST_PDL=0), this tree's with the tail of 4 keys a warp (bench_hp_quads,
 #      LECTOR_HP_TAIL_QUADS) and with the attention clusters placed by the spread and load-balancing
 #      policies (bench_hp_spread, bench_hp_balance) in alternation, two rounds: each checked against the CPU reference (2 layers,
 #      both dtypes, contexts 1 to 4101), then the step's time at the contexts of a page's decode and
@@ -23,11 +24,14 @@ R=$OUT/hp_experiments.md
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    for b in bench_hp_base bench_persistent_decode bench_hp_quads bench_hp_spread bench_hp_balance; do
+    # first-pdl-off: this tree with layer 0 launched after the work before it (LECTOR_HP_FIRST_PDL=0).
+    for v in bench_hp_base bench_persistent_decode first-pdl-off bench_hp_quads bench_hp_spread bench_hp_balance; do
+      b=$v env=()
+      [ "$v" != first-pdl-off ] || b=bench_persistent_decode env=(LECTOR_HP_FIRST_PDL=0)
       [ -x "build-gpu/$b" ] || { echo "(build-gpu/$b missing)"; continue; }
-      echo "### round $round: $b --head-parallel --contexts $CONTEXTS"
-      timeout 90 "build-gpu/$b" --head-parallel --contexts "$CONTEXTS"
-      echo "($b exit $?)"
+      echo "### round $round: $v --head-parallel --contexts $CONTEXTS"
+      env "${env[@]}" timeout 90 "build-gpu/$b" --head-parallel --contexts "$CONTEXTS"
+      echo "($v exit $?)"
     done
   done
   for b in bench_hp_trace_base bench_hp_trace; do

@@ -168,6 +168,12 @@ done | tee -a "$W/latency.txt"
 # argmax, so the same text.
 LECTOR_GREEDY_SCREEN=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(decode|per_token|total)" | sed 's/^/greedy screen off: /' | tee -a "$W/latency.txt"
+# The head-parallel step's layer 0 launched after the work before it (LECTOR_HP_FIRST_PDL=0, as until the
+# thirty-fourth session) against the default above, where it starts under PDL and reads the step's inputs
+# after its wait (the 1000-token check below compares launches of 8, which move those inputs on in place,
+# with one step a replay).
+LECTOR_HP_FIRST_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
+  | grep -E "^(decode|per_token|total)" | sed 's/^/layer 0 without PDL: /' | tee -a "$W/latency.txt"
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
 # is taken from every kernel's L2); in full runs also a 64-page burst that way (the tower's products with less L2).
 LECTOR_SCREEN_L2_MB=40 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \

@@ -971,9 +971,10 @@ int ModelRunner::captureGraphs()
         useGraphAttention(b);
         // A graph of this size through m_persistent's decoder or the kernel chain: one step, or `steps` of one
         // sequence back to back. Between those the sampler moves the inputs on, and the next step reads them
-        // only after it is done: the persistent decoders start their first kernel without PDL, and the
-        // chain's step starts with libtorch's embedding kernel, also without PDL, ahead of our kernels that
-        // read the inputs before their wait. The dummy row's slot -1 keeps it from moving in the warm-up.
+        // only after it is done: the head-parallel decoder's first kernel reads them after its wait (and lets
+        // the rest of the step launch only then), the persistent kernel starts without PDL, and the chain's
+        // step starts with libtorch's embedding kernel, also without PDL, ahead of our kernels that read the
+        // inputs before their wait. The dummy row's slot -1 keeps it from moving in the warm-up.
         // screened: the greedy screen instead of the LM head and the sampler (one sequence, a sampler attached).
         auto captured = [&](bool persistent, int steps, bool screened = false) {
             auto graph = std::make_unique<DecodeGraph>();

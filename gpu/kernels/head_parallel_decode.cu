@@ -182,7 +182,11 @@ __device__ __forceinline__ void traceExit(const PersistentDecodeParams& p, int l
     }
 }
 
-template <class T>
+// kFirst: layer 0's kernel, launched under PDL after the step before's sampler (or greedy screen), which
+// moves this step's inputs on in place (launches of several steps, SampleAdvance). It reads them only after
+// its wait, and lets the next kernel launch only then: every later kernel reads them before its own wait.
+// The other layers read them before the wait, as the first kernel's wait ordered them after the writes.
+template <class T, bool kFirst>
 __global__ void __launch_bounds__(kThreads, 2)
     hpAttentionKernel(const __grid_constant__ PersistentDecodeParams p, Buffers b, int layer)
 {
@@ -197,15 +201,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     const T* oW = tensorOf<T>(p, layer, kPlO);
     T* keyCache = const_cast<T*>(tensorOf<T>(p, layer, kPlKeyCache));
     T* valueCache = const_cast<T*>(tensorOf<T>(p, layer, kPlValueCache));
-    // The step's inputs come from copies before the first kernel: readable before the wait.
-    const int context = max(*p.contextLen, 1), newKey = context - 1;
-    const int share = (context + kHpCluster - 1) / kHpCluster;
-    const int first = rank * share, keys = max(0, min(share, context - first));
-    const int prefetched = min(keys, kHpPrefetchKeys);
+    // From the step's inputs (see kFirst for when they are read): the new key's index, this CTA's partition
+    // of the context and how many of its keys are prefetched, the new key's cache slot.
+    int newKey = 0, first = 0, keys = 0, prefetched = 0;
+    int64_t newSlot = 0;
+    auto readPartition = [&] {
+        const int context = max(*p.contextLen, 1);
+        newKey = context - 1;
+        const int share = (context + kHpCluster - 1) / kHpCluster;
+        first = rank * share;
+        keys = max(0, min(share, context - first));
+        prefetched = min(keys, kHpPrefetchKeys);
+    };
+    if constexpr (!kFirst) readPartition();
 
     // Before the wait: qkv rows into registers (thread t: row t / 8, chunks j * 8 + t % 8; CTAs 0-7 the
     // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the partition's first keys and
-    // values, this thread's chunks of o (row t / 4, chunks j * 4 + t % 4), the rotation.
+    // values, this thread's chunks of o (row t / 4, chunks j * 4 + t % 4), the rotation (kFirst: the keys
+    // and the rotation after the wait).
     const int qRow = tid >> 3, qPart = tid & 7, oRow = tid >> 2, oPart = tid & 3;
     const int rowBase = rank < 8 ? kHeadOut * head + kQkvRowsCta * rank
                       : rank < 12 ? kHpQHeads * kHpHeadDim + kHpHeadDim * head + kQkvRowsCta * (rank - 8)
@@ -218,57 +231,71 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     float normW[4];
     loadWeight4(tensorOf<T>(p, layer, kPlInputNorm), normW);
-    // QK-norm weights of warp 0, 1 (query heads) and 2 (the key): dims lane + 32 h, h < 4; the new slot.
+    // QK-norm weights of warp 0, 1 (query heads) and 2 (the key): dims lane + 32 h, h < 4.
     float qkNormW[4] = {0, 0, 0, 0};
     if (warp <= kGroupSize) {
         const T* w = tensorOf<T>(p, layer, warp < kGroupSize ? kPlQueryNorm : kPlKeyNorm);
 #pragma unroll
         for (int h = 0; h < 4; ++h) qkNormW[h] = toFloat(w[lane + 32 * h]);
     }
-    const int64_t newSlot = *p.slot;
-    // The partition's first keys, 16 chunks a row, spread over all the CTA's threads (key = i / 16 of
-    // chunk i = tid + 256 j). (A warp a group of 8 keys, as before, left warps 0-2 a second group at 65-84
-    // keys a CTA, and the step ~17 us slower at a page's contexts: perf.md, call 184.) Every round's block
-    // id is loaded first, all in flight together: cp.async's memory clobber keeps the compiler from moving
-    // a load past a copy, so loaded between the copies (as before) each round waited for two dependent
-    // block-table loads, K's and V's, one round after the other.
-    constexpr int kPrefetchRounds = (kHpPrefetchKeys * 16 + kThreads - 1) / kThreads;
-    int blockOf[kPrefetchRounds];
+    if constexpr (!kFirst) newSlot = *p.slot;
+    // The partition's first keys, 16 chunks a row, spread over all the CTA's threads
+    // (key = i / 16 of chunk i = tid + 256 j), one cp.async group. (A warp a group of 8 keys, as before, left
+    // warps 0-2 a second group at 65-84 keys a CTA, and the step ~17 us slower at a page's contexts:
+    // perf.md, call 184.) Every round's block id is loaded first, all in flight together: cp.async's memory
+    // clobber keeps the compiler from moving a load past a copy, so loaded between the copies (as before)
+    // each round waited for two dependent block-table loads, K's and V's, one round after the other.
+    auto prefetchKeys = [&] {
+        constexpr int kPrefetchRounds = (kHpPrefetchKeys * 16 + kThreads - 1) / kThreads;
+        int blockOf[kPrefetchRounds];
 #pragma unroll
-    for (int j = 0; j < kPrefetchRounds; ++j) {
-        const int t = first + (tid + j * kThreads) / 16;
-        blockOf[j] = t < first + prefetched && t != newKey ? p.blockTable[t / kKvBlockSize] : -1;
-    }
+        for (int j = 0; j < kPrefetchRounds; ++j) {
+            const int t = first + (tid + j * kThreads) / 16;
+            blockOf[j] = t < first + prefetched && t != newKey ? p.blockTable[t / kKvBlockSize] : -1;
+        }
 #pragma unroll
-    for (int j = 0; j < kPrefetchRounds; ++j) {
-        const int i = tid + j * kThreads, key = i / 16, c = i % 16, t = first + key;
-        if (key >= prefetched) break;
-        const bool in = blockOf[j] >= 0 && blockOf[j] < p.numCacheBlocks;  // masked blocks and the new key: not
-        if (c == 0) sm.keyLoaded[key] = in;
-        if (!in) continue;
-        const int64_t at = cacheOffset(blockOf[j], t, head) + c * 8;
-        cpAsync16(sm.k + key * kKRow + c * 8, keyCache + at, true);
-        cpAsync16(sm.v + key * kHpHeadDim + c * 8, valueCache + at, true);
-    }
-    cpAsyncCommit();
+        for (int j = 0; j < kPrefetchRounds; ++j) {
+            const int i = tid + j * kThreads, key = i / 16, c = i % 16, t = first + key;
+            if (key >= prefetched) break;
+            const bool in = blockOf[j] >= 0 && blockOf[j] < p.numCacheBlocks;  // masked blocks and the new key: not
+            if (c == 0) sm.keyLoaded[key] = in;
+            if (!in) continue;
+            const int64_t at = cacheOffset(blockOf[j], t, head) + c * 8;
+            cpAsync16(sm.k + key * kKRow + c * 8, keyCache + at, true);
+            cpAsync16(sm.v + key * kHpHeadDim + c * 8, valueCache + at, true);
+        }
+        cpAsyncCommit();
+    };
+    // The new token's rotation: its table row depends on a loaded position, and storing it into shared
+    // memory waits for both loads; before the wait it comes last, so as not to hold warps 0 and 1 back from
+    // issuing their copies.
+    auto storeRotation = [&] {
+        if (tid < kHalfDim) {
+            int axis = 0, bound = p.sections[0];
+            while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
+            const int64_t pos = min(max(p.positions[axis * p.positionsAxisStride], int64_t(0)), int64_t(p.maxPosition - 1));
+            sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
+            sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
+        }
+    };
+    if constexpr (!kFirst) prefetchKeys();
     {
         const T* src = oW + int64_t(kOutRowsCta * rank + oRow) * (kHpQHeads * kHpHeadDim) + kHeadOut * head;
 #pragma unroll
         for (int j = 0; j < kHeadOut / 32; ++j) cpAsync16(sm.o + oRow * kORow + (j * 4 + oPart) * 8, src + (j * 4 + oPart) * 8, true);
     }
     cpAsyncCommit();
-    // The new token's rotation last: its table row depends on a loaded position, and storing it into shared
-    // memory waits for both loads, which would hold warps 0 and 1 back from issuing their copies above.
-    if (tid < kHalfDim) {
-        int axis = 0, bound = p.sections[0];
-        while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
-        const int64_t pos = min(max(p.positions[axis * p.positionsAxisStride], int64_t(0)), int64_t(p.maxPosition - 1));
-        sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
-        sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
-    }
+    if constexpr (!kFirst) storeRotation();
     clusterArriveRelaxed();
-    allowDependentLaunch();
+    if constexpr (!kFirst) allowDependentLaunch();
     gridDependencyWait();
+    if constexpr (kFirst) {
+        allowDependentLaunch();
+        readPartition();
+        newSlot = *p.slot;
+        prefetchKeys();  // committed after o's copies: the wait for the keys below waits for both
+        storeRotation();
+    }
     traceMark(p, layer, 0, kHpAttnWaited);
 
     const T* embedRow = nullptr;
@@ -337,7 +364,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     traceMark(p, layer, 0, kHpAttnRope);
-    cpAsyncWait<1>();
+    if constexpr (kFirst) cpAsyncWait<0>();  // the keys' group is the last
+    else cpAsyncWait<1>();                   // the keys' group is before o's
     __syncthreads();
     traceMark(p, layer, 0, kHpAttnKvLanded);
 
@@ -640,7 +668,8 @@ template <class T>
 cudaError_t prepareKernels()
 {
     static const cudaError_t once = [] {
-        for (auto [kernel, smem] : {std::pair{reinterpret_cast<const void*>(hpAttentionKernel<T>), sizeof(SmemAttention<T>)},
+        for (auto [kernel, smem] : {std::pair{reinterpret_cast<const void*>(hpAttentionKernel<T, false>), sizeof(SmemAttention<T>)},
+                                    std::pair{reinterpret_cast<const void*>(hpAttentionKernel<T, true>), sizeof(SmemAttention<T>)},
                                     std::pair{reinterpret_cast<const void*>(hpMlpKernel<T>), sizeof(SmemMlp<T>)}}) {
             LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
             LECTOR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -671,10 +700,16 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
 #else
     const cudaLaunchAttribute* attentionPolicy = nullptr;
 #endif
+    // Layer 0 under PDL too (its kernel reads the step's inputs after its wait), unless LECTOR_HP_FIRST_PDL=0:
+    // then the kernel of the other layers, which reads them before, starting after the work before it.
+    static const bool firstPdl = [] {
+        const char* env = std::getenv("LECTOR_HP_FIRST_PDL");
+        return !(env && env[0] == '0');
+    }();
     for (int layer = 0; layer < p.numLayers; ++layer) {
-        // The first kernel reads the step's inputs before its wait: it starts after the work before it.
-        LECTOR_CUDA_TRY(launchKernelWithAttribute(hpAttentionKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemAttention<T>),
-                                                  stream, dim3(kHpCluster, 1, 1), layer > 0, attentionPolicy, params, b, layer));
+        auto* attention = layer == 0 && firstPdl ? hpAttentionKernel<T, true> : hpAttentionKernel<T, false>;
+        LECTOR_CUDA_TRY(launchKernelWithAttribute(attention, dim3(kHpCtas), dim3(kThreads), sizeof(SmemAttention<T>), stream,
+                                                  dim3(kHpCluster, 1, 1), layer > 0 || firstPdl, attentionPolicy, params, b, layer));
         LECTOR_CUDA_TRY(launchKernelInClusters(hpMlpKernel<T>, dim3(kHpCtas), dim3(kThreads), sizeof(SmemMlp<T>), stream,
                                                dim3(kHpCluster, 1, 1), params, b, layer));
     }
@@ -701,7 +736,7 @@ bool headParallelDecodeSupported(int device)
     config.attrs = &attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, hpAttentionKernel<__half>, &config) == cudaSuccess && clusters > 0;
+    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, hpAttentionKernel<__half, false>, &config) == cudaSuccess && clusters > 0;
     cudaGetLastError();
     return ok;
 }

@@ -90,8 +90,10 @@ const char* headParallelDecodeShapeMismatch(const PersistentDecodeParams& p);
 // Whether `device` runs the kernels: sm_90 or newer, and clusters of 16 CTAs of their size fit.
 bool headParallelDecodeSupported(int device);
 // Asynchronous on `stream`. p.workspace holds headParallelWorkspace().total bytes; p.counters and numCtas
-// are not used, the trace only in LECTOR_HP_TRACE builds (above). The first kernel is launched without
-// PDL (it starts after the work before it: the step's inputs), the others with it.
+// are not used, the trace only in LECTOR_HP_TRACE builds (above). Every kernel is launched under PDL: the
+// first reads the step's inputs (the id, positions, slot, context, block table) only after its wait, and lets
+// the next launch only then, so the work before may still write them (LECTOR_HP_FIRST_PDL=0: the first
+// kernel reads them before its wait and is launched without PDL, after that work, as until 2026-12-05).
 cudaError_t launchHeadParallelDecode(const PersistentDecodeParams& p, cudaStream_t stream);
 #endif
 
