@@ -11,7 +11,7 @@
 #   2. the kernels traced (bench_hp_trace --trace) before the prefetch fix and now: every stage of both
 #      kernels at those contexts;
 #   3. the greedy screen's checks and times (bench_greedy_screen).
-# Output: $OUT/hp_experiments.md (also printed). About 6 minutes (ROUNDS=1: about 4).
+# Output: $OUT/hp_experiments.md (also printed). About 7 minutes (ROUNDS=1: about 4.5).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
