@@ -186,6 +186,8 @@ __device__ __forceinline__ void traceExit(const PersistentDecodeParams& p, int l
 // moves this step's inputs on in place (launches of several steps, SampleAdvance). It reads them only after
 // its wait, and lets the next kernel launch only then: every later kernel reads them before its own wait.
 // The other layers read them before the wait, as the first kernel's wait ordered them after the writes.
+// After its wait kFirst issues the inputs' loads at once and uses them behind the norm (which waits for the
+// token's embedding row): the K/V prefetch right after it, the rotation's table row during the qkv rows.
 template <class T, bool kFirst>
 __global__ void __launch_bounds__(kThreads, 2)
     hpAttentionKernel(const __grid_constant__ PersistentDecodeParams p, Buffers b, int layer)
@@ -205,15 +207,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     // of the context and how many of its keys are prefetched, the new key's cache slot.
     int newKey = 0, first = 0, keys = 0, prefetched = 0;
     int64_t newSlot = 0;
-    auto readPartition = [&] {
-        const int context = max(*p.contextLen, 1);
+    auto readPartition = [&](int contextLen) {
+        const int context = max(contextLen, 1);
         newKey = context - 1;
         const int share = (context + kHpCluster - 1) / kHpCluster;
         first = rank * share;
         keys = max(0, min(share, context - first));
         prefetched = min(keys, kHpPrefetchKeys);
     };
-    if constexpr (!kFirst) readPartition();
+    if constexpr (!kFirst) readPartition(*p.contextLen);
 
     // Before the wait: qkv rows into registers (thread t: row t / 8, chunks j * 8 + t % 8; CTAs 0-7 the
     // query rows, 8-11 the key's, 12-15 the value's), the norm weights, the partition's first keys and
@@ -266,18 +268,19 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         cpAsyncCommit();
     };
-    // The new token's rotation: its table row depends on a loaded position, and storing it into shared
-    // memory waits for both loads; before the wait it comes last, so as not to hold warps 0 and 1 back from
-    // issuing their copies.
-    auto storeRotation = [&] {
-        if (tid < kHalfDim) {
-            int axis = 0, bound = p.sections[0];
-            while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
-            const int64_t pos = min(max(p.positions[axis * p.positionsAxisStride], int64_t(0)), int64_t(p.maxPosition - 1));
-            sm.cosF[tid] = p.cosSin[pos * kHpHeadDim + tid];
-            sm.sinF[tid] = p.cosSin[pos * kHpHeadDim + kHalfDim + tid];
-        }
+    // The new token's rotation (threads below kHalfDim, a frequency each): its table row depends on a loaded
+    // position, and storing it into shared memory waits for both loads; before the wait it comes last, so as
+    // not to hold warps 0 and 1 back from issuing their copies.
+    auto positionOf = [&]() -> int64_t {
+        int axis = 0, bound = p.sections[0];
+        while (tid >= bound && axis + 1 < p.numPosAxes) bound += p.sections[++axis];
+        return p.positions[axis * p.positionsAxisStride];
     };
+    auto rotationOf = [&](int64_t position) {
+        const int64_t pos = min(max(position, int64_t(0)), int64_t(p.maxPosition - 1));
+        return make_float2(p.cosSin[pos * kHpHeadDim + tid], p.cosSin[pos * kHpHeadDim + kHalfDim + tid]);
+    };
+    auto storeRotation = [&](float2 rotation) { sm.cosF[tid] = rotation.x, sm.sinF[tid] = rotation.y; };
     if constexpr (!kFirst) prefetchKeys();
     {
         const T* src = oW + int64_t(kOutRowsCta * rank + oRow) * (kHpQHeads * kHpHeadDim) + kHeadOut * head;
@@ -285,16 +288,21 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 0; j < kHeadOut / 32; ++j) cpAsync16(sm.o + oRow * kORow + (j * 4 + oPart) * 8, src + (j * 4 + oPart) * 8, true);
     }
     cpAsyncCommit();
-    if constexpr (!kFirst) storeRotation();
+    if constexpr (!kFirst)
+        if (tid < kHalfDim) storeRotation(rotationOf(positionOf()));
     clusterArriveRelaxed();
     if constexpr (!kFirst) allowDependentLaunch();
     gridDependencyWait();
+    // kFirst: the step's inputs loaded now and used after the norm below (which itself waits for the token's
+    // embedding row), so that their round trips overlap it.
+    int contextLen = 0;
+    int64_t position = 0;
+    float2 rotation = make_float2(0.0f, 0.0f);
     if constexpr (kFirst) {
         allowDependentLaunch();
-        readPartition();
+        contextLen = *p.contextLen;
         newSlot = *p.slot;
-        prefetchKeys();  // committed after o's copies: the wait for the keys below waits for both
-        storeRotation();
+        if (tid < kHalfDim) position = positionOf();
     }
     traceMark(p, layer, 0, kHpAttnWaited);
 
@@ -305,6 +313,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     addNorm<T>(b.residualMlp, b.downPartials, embedRow, b.residualAttn, normW, p.eps, sm.x, sm.red);
     __syncthreads();
+    if constexpr (kFirst) {
+        // The keys and the rotation are read after the cluster barriers below, which order these stores. The
+        // rotation is stored just before that barrier, so that its loads overlap the qkv rows.
+        readPartition(contextLen);
+        prefetchKeys();  // committed after o's copies: the wait for the keys below waits for both
+        if (tid < kHalfDim) rotation = rotationOf(position);
+    }
     traceMark(p, layer, 0, kHpAttnNormed);
 
     // qkv rows, rounded, pushed into every CTA of the cluster
@@ -320,6 +335,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int r = 0; r < kHpCluster; ++r) *cluster.map_shared_rank(&sm.qkv[rank * kQkvRowsCta + qRow], r) = v;
     }
+    if constexpr (kFirst)
+        if (tid < kHalfDim) storeRotation(rotation);
     clusterArriveRelease();
     clusterWaitAcquire();
     traceMark(p, layer, 0, kHpAttnQkv);
