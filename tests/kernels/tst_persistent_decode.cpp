@@ -7,7 +7,8 @@
 // token's slot before the step: a kernel that reads past the context or attends to the stale slot
 // instead of the new key fails. Each case runs two steps back to back (the second attends to the key the
 // first wrote, and only works if the first left its counters at zero), then both again as replays of one
-// captured CUDA graph whose inputs change between replays, as the model runner uses it.
+// captured CUDA graph whose inputs change between replays, as the model runner uses it. And a head-parallel
+// step after the sampler that moved its inputs on in place (a launch of several steps), eager and graphed.
 #include <ATen/ATen.h>
 
 #include <array>
@@ -457,6 +458,71 @@ LECTOR_TEST(headParallelStepHiddenMatchesReference)
         decoder.stepHidden(got, in.token, in.positions, in.slot, in.context, in.table);
         kt::expectClose("head-parallel stepHidden " + kt::typeName(type), got.cpu().to(at::kFloat).view({-1}),
                         want.to(at::kFloat).view({-1}), 10 * kt::nmseBound(type));
+    }
+}
+
+// A launch of several steps, as the model runner captures one: a step, the sampler drawing the next token
+// and moving the inputs on in place (gpu::SampleAdvance: the id, the context, every position axis, the
+// slot), the next step on those same inputs. The next step's first kernel starts under PDL beside the
+// sampler's tail, so it must read the inputs only after its wait (head_parallel_decode.cu, kFirst): if it
+// read them before, the second step would attend with the old context, slot or token. Eagerly and as one
+// captured graph, against the reference stepping on the inputs moved on by hand.
+LECTOR_TEST(headParallelStepReadsTheInputsTheSamplerMovedOn)
+{
+    kt::requireCuda();
+    const at::Device cuda(at::kCUDA, 0);
+    const Dims d{2, 1024, 3584, 16, 8, 128, 4099, {16, 16, 16, 16}};
+    const Model m = makeModel(d, 4200);
+    const int context = 1076;
+    const Caches c = makeCaches(d, context, 4201, 2);
+    const Step first = twoSteps(d, context)[0];
+    const auto f32 = at::TensorOptions().dtype(at::kFloat).device(cuda);
+    for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+        for (int graphed = 0; graphed < 2; ++graphed) {
+            const std::string what = "head-parallel " + kt::typeName(type) + (graphed ? " (graph)" : "");
+            std::vector<at::Tensor> keep, keys = cast(c.keys, type, cuda), values = cast(c.values, type, cuda);
+            const gpu::PersistentDecoder decoder(decoderModel(m, keys, values, type, cuda, keep), Kind::HeadParallel);
+            Inputs in(c, first, cuda);
+            const at::Tensor logits0 = at::full({1, d.vocab}, NAN, f32), logits1 = at::full({1, d.vocab}, NAN, f32);
+            // Greedy, no penalty; the drawn id lands in the next step's token input.
+            const at::Tensor temperature = at::zeros({1}, f32), penalty = at::ones({1}, f32);
+            const at::Tensor topK = at::ones({1}, f32.dtype(at::kInt)), seeds = at::zeros({1}, f32.dtype(at::kLong));
+            const at::Tensor offsets = at::zeros({1}, f32.dtype(at::kLong)), history = at::full({1}, -1, f32.dtype(at::kLong));
+            const at::Tensor scratch = at::zeros({std::max<int64_t>(1, gpu::sampleScratchWords(1, d.vocab))}, f32.dtype(at::kLong));
+            const gpu::SampleAdvance advance{in.context, in.positions, in.slot, in.table.view({1, -1}), history};
+            auto launch = [&] {
+                decoder.step(logits0, in.token, in.positions, in.slot, in.context, in.table);
+                gpu::sampleTokens(in.token, logits0, at::Tensor(), temperature, topK, penalty, seeds, offsets, false,
+                                  at::Tensor(), scratch, &advance);
+                decoder.step(logits1, in.token, in.positions, in.slot, in.context, in.table);
+            };
+            if (graphed) {
+                gpu::CudaGraph graph;
+                graph.capture(cuda, launch);
+                graph.replay();
+            } else {
+                launch();
+            }
+            const int64_t token = history.item<int64_t>();
+            LECTOR_CHECK_EQ(token, logits0.argmax(1).item<int64_t>());
+            LECTOR_CHECK_EQ(in.token.item<int64_t>(), token);
+            LECTOR_CHECK_EQ(in.context.item<int32_t>(), context + 1);
+            LECTOR_CHECK_EQ(in.slot.item<int64_t>(), slotOf(c, context));
+            // The reference: the same two steps, the second's inputs moved on here.
+            std::vector<at::Tensor> keepRef, refKeys = cast(c.keys, type, at::kCPU), refValues = cast(c.values, type, at::kCPU);
+            const gpu::PersistentDecoder ref(decoderModel(m, refKeys, refValues, type, at::kCPU, keepRef));
+            Step next = first;
+            next.token = token;
+            for (int64_t& p : next.positions) ++p;
+            next.context = context + 1;
+            at::Tensor want0 = at::full({1, d.vocab}, NAN, at::kFloat), want1 = at::full({1, d.vocab}, NAN, at::kFloat);
+            const Inputs in0(c, first, at::kCPU), in1(c, next, at::kCPU);
+            ref.step(want0, in0.token, in0.positions, in0.slot, in0.context, in0.table);
+            ref.step(want1, in1.token, in1.positions, in1.slot, in1.context, in1.table);
+            kt::expectClose(what + " first step", logits0.view({-1}), want0.view({-1}), 10 * kt::nmseBound(type));
+            kt::expectClose(what + " the step after the sampler", logits1.view({-1}), want1.view({-1}), 10 * kt::nmseBound(type));
+            LECTOR_CHECK(at::equal(in.positions.cpu().view({-1}), at::tensor(next.positions, at::kLong)));
+        }
     }
 }
 
