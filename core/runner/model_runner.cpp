@@ -1267,14 +1267,17 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
         LECTOR_ASSERT(step.deviceTokenIds.numel() == batch);
         graphInput(g.ids, batch, at::kLong).copy_(step.deviceTokenIds, /*non_blocking=*/true);
     }
+    // Graph b; for one sequence, the graph of its context (the chain's past the head-parallel prefetch) and
+    // of the launch's length, and for a greedy draw the screened twin where captured (RunnerOptions::greedyScreen).
     const bool longContext = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom;
-    // A greedy draw of one sequence: the screened graphs where captured (RunnerOptions::greedyScreen).
     const bool screened = b == 1 && sampling && m_screened.one && (*sampling)[0].greedy();
+    auto pick = [&](DecodeGraph& one, DecodeGraph* several, DecodeGraph* longOne, DecodeGraph* longSeveral) -> DecodeGraph& {
+        if (steps > 1) return *(longContext ? longSeveral : several);
+        return longContext ? *longOne : one;
+    };
     const ScreenedGraphs& s = m_screened;
-    DecodeGraph& graph = steps > 1 ? (longContext ? *(screened ? s.longContextSteps : m_longContextStepsGraph)
-                                                  : *(screened ? s.steps : m_stepsGraph))
-                                   : (longContext ? *(screened ? s.longContext : m_longContextGraph)
-                                                  : screened ? *s.one : *it->second);
+    DecodeGraph& graph = screened ? pick(*s.one, s.steps.get(), s.longContext.get(), s.longContextSteps.get())
+                                  : pick(*it->second, m_stepsGraph.get(), m_longContextGraph.get(), m_longContextStepsGraph.get());
     graph.graph.replay();
     return graph.logits.defined() ? graph.logits.narrow(0, 0, batch) : at::Tensor();
 }
