@@ -20,5 +20,5 @@ target_sources(lector_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer_normalizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer_pretokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer_stream.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/tokenizer_utf8.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tokenizer_chars.cpp
 )

@@ -1,5 +1,5 @@
-// Internal parts of Tokenizer (core/model/tokenizer.h), one .cpp per job: UTF-8 helpers and the
-// normalizer (tokenizer_normalizer.cpp), byte-level mapping (tokenizer_bytelevel.cpp), pre-tokenizers
+// Internal parts of Tokenizer (core/model/tokenizer.h), one .cpp per job: character classes
+// (tokenizer_chars.cpp; UTF-8 itself is core/common/utf8.h), the normalizer (tokenizer_normalizer.cpp), byte-level mapping (tokenizer_bytelevel.cpp), pre-tokenizers
 // (tokenizer_pretokenizer.cpp), the BPE model (tokenizer_bpe.cpp), added tokens (tokenizer_added.cpp),
 // decoding (tokenizer_decoder.cpp), loading and encode orchestration (tokenizer.cpp).
 // Only the tokenizer sources include this header. Everything here is immutable after load and safe to
@@ -57,7 +57,7 @@ struct TokenizerJson {
 // Error "bad_tokenizer" for malformed JSON.
 Result<TokenizerJson> parseTokenizerJson(const std::string& text, const std::string& file);
 
-// --- UTF-8 -------------------------------------------------------------------------------------------
+// --- UTF-8 and character classes -------------------------------------------------------------------
 
 // UTF-8 (core/common/utf8.h): the tokenizer's text follows its maximal-subpart repair rule.
 using utf8::nextCodePoint;
