@@ -17,10 +17,8 @@
 //     persistent kernel's.
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
-//   bench_hp_quads --head-parallel [--contexts ...]: the same as --head-parallel, the kernels built with
-//     LECTOR_HP_TAIL_QUADS (the keys past 64 a CTA in quads of 4 a warp; build_torch_free.sh bench_hp_quads);
-//     bench_hp_spread / bench_hp_balance the same with LECTOR_HP_CLUSTER_POLICY=1 / 2 (the attention
-//     clusters' scheduling policy).
+//     LECTOR_HP_CLUSTER_POLICY=0 / 1 places the attention clusters by the default / spread policy instead
+//     of load balancing; LECTOR_HP_FIRST_PDL=0 launches layer 0 after the work before it.
 //   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
 //     kernels built with LECTOR_HP_TRACE (bash bench/gpu/build_torch_free.sh bench_hp_trace): where a
 //     head-parallel layer's time goes at each context, stage by stage, from the kernels' own stamps
@@ -324,15 +322,10 @@ int headParallel(int layers, const std::vector<int>& contexts)
         for (int context : {1, 17, 1076, 1345, 4100}) ok = checkAgainstReference(m, context, &gpu::launchHeadParallelDecode, "head-parallel ") && ok;
     }
     const double copyBw = bench::copyBandwidth();
-#if defined(LECTOR_HP_TAIL_QUADS)
-    const char* variant = " (head-parallel kernels built with LECTOR_HP_TAIL_QUADS)";
-#elif defined(LECTOR_HP_CLUSTER_POLICY)
-    const char* variant = LECTOR_HP_CLUSTER_POLICY == 1 ? " (attention clusters: the spread policy)" : " (attention clusters: load balancing)";
-#else
-    const char* variant = "";
-#endif
+    const char* policy = std::getenv("LECTOR_HP_CLUSTER_POLICY");
+    const std::string variant = policy ? std::string(" (LECTOR_HP_CLUSTER_POLICY=") + policy + ")" : std::string();
     std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay)%s; copy %.0f GB/s\n\n",
-                layers, variant, copyBw / 1e9);
+                layers, variant.c_str(), copyBw / 1e9);
     std::printf("| kernels | dtype, context | us a step | of copy bandwidth |\n|---|---|---|---|\n");
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");

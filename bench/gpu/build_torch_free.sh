@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
-# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and two builds of
-# bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in,
-# bench_hp_quads, their experimental tail of 4 keys a warp, bench_hp_spread and bench_hp_balance, their
-# attention clusters placed by the spread and load-balancing policies) here with nvcc for sm_90, into build-gpu/ (git-ignored),
+# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and a build of
+# bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in)
+# here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
@@ -37,10 +36,8 @@ declare -A DEPS=(
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 # A bench built from another's source (its dependencies and libraries too) with a define. The sources that
 # name the define themselves get objects of their own (build-gpu-obj/<define>/); the others are shared.
-declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode [bench_hp_quads]=bench_persistent_decode
-                   [bench_hp_spread]=bench_persistent_decode [bench_hp_balance]=bench_persistent_decode)
-declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE [bench_hp_quads]=LECTOR_HP_TAIL_QUADS
-                    [bench_hp_spread]=LECTOR_HP_CLUSTER_POLICY=1 [bench_hp_balance]=LECTOR_HP_CLUSTER_POLICY=2)
+declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode)
+declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE)
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
 

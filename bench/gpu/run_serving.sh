@@ -176,6 +176,10 @@ LECTOR_GREEDY_SCREEN=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 -
 # with one step a replay).
 LECTOR_HP_FIRST_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(decode|per_token|total)" | sed 's/^/layer 0 without PDL: /' | tee -a "$W/latency.txt"
+# The head-parallel step's attention clusters by the default placement (LECTOR_HP_CLUSTER_POLICY=0, as until
+# call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
+LECTOR_HP_CLUSTER_POLICY=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
+  | grep -E "^(decode|per_token|total)" | sed 's/^/attention clusters by the default placement: /' | tee -a "$W/latency.txt"
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
 # is taken from every kernel's L2); in full runs also a 64-page burst that way (the tower's products with less L2).
 LECTOR_SCREEN_L2_MB=40 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \

@@ -432,66 +432,65 @@ __global__ void __launch_bounds__(kThreads, 2)
             out[1][0] = fmaf(p1, v0, out[1][0]), out[1][1] = fmaf(p1, v1, out[1][1]);
             out[1][2] = fmaf(p1, v2, out[1][2]), out[1][3] = fmaf(p1, v3, out[1][3]);
         };
-        // One group of 8 keys: this lane's key row (kr, used where live) and valueOf(u), the value row of
-        // the group's key u (called by every lane).
-        auto attendGroup = [&](const T* kr, bool live, auto valueOf) {
-            const unsigned liveKeys = __ballot_sync(0xffffffffu, live);  // bit 4 u: key u of the group
+        // The end of a round of 32 / kLanes keys, kLanes lanes a key (lane = kLanes x key + part), from each
+        // lane's partial dot products d with the two heads: summed over the key's lanes, the softmax moved on,
+        // and out += p v over the round's live keys (valueOf(u): the value row of the round's key u, called
+        // by every lane).
+        auto finishRound = [&]<int kLanes>(float (&d)[kGroupSize], bool live, auto valueOf) {
+            const unsigned liveKeys = __ballot_sync(0xffffffffu, live);  // bit kLanes u: key u of the round
             float pr[kGroupSize];
 #pragma unroll
             for (int g = 0; g < kGroupSize; ++g) {
-                float d = 0.0f;
-                if (live) {
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) d += dot8<T>(*reinterpret_cast<const uint4*>(kr + (quarter * 4 + j) * 8), qc[g][j]);
-                }
-                d += __shfl_xor_sync(0xffffffffu, d, 1);
-                d += __shfl_xor_sync(0xffffffffu, d, 2);
-                pr[g] = softmaxStep.template operator()<4>(g, live ? d * scaleLog2 : -INFINITY, live);
+                for (int o = 1; o < kLanes; o <<= 1) d[g] += __shfl_xor_sync(0xffffffffu, d[g], o);
+                pr[g] = softmaxStep.template operator()<kLanes>(g, live ? d[g] * scaleLog2 : -INFINITY, live);
             }
 #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const float p0 = __shfl_sync(0xffffffffu, pr[0], 4 * u), p1 = __shfl_sync(0xffffffffu, pr[1], 4 * u);
+            for (int u = 0; u < 32 / kLanes; ++u) {
+                const float p0 = __shfl_sync(0xffffffffu, pr[0], kLanes * u), p1 = __shfl_sync(0xffffffffu, pr[1], kLanes * u);
                 const T* vu = valueOf(u);
-                if (liveKeys >> (4 * u) & 1u) addValue(p0, p1, vu);
+                if (liveKeys >> (kLanes * u) & 1u) addValue(p0, p1, vu);
             }
         };
-#ifdef LECTOR_HP_TAIL_QUADS
-        // Four prefetched keys from `base` (those below `prefetched` and loaded): lane = 8 x key + e, with the
-        // key's 16-byte chunks e and e + 8 (a phase of 8 lanes reads 128 contiguous bytes), q's from shared
-        // memory (the group's q stay in registers for the groups after this). The same running max, sum and
-        // output dims as attendGroup; a quad's chain is shorter than a group's (two dot8 a head instead of
-        // four, one shuffle level less in its max and sum, 4 values instead of 8), so a warp's second round at
-        // 65-84 keys a CTA costs less (an experiment: bench_hp_quads, docs/perf.md).
-        auto attendQuad = [&](int base) {
-            const int u = lane >> 3, e = lane & 7, key = base + u;
-            const bool live = key < prefetched && sm.keyLoaded[key];
-            const unsigned liveKeys = __ballot_sync(0xffffffffu, live);  // bit 8 u: key u of the quad
-            float pr[kGroupSize];
+        // A group of 8 keys: lane = 4 x key + quarter of the dims, q's in registers; this lane's key row kr
+        // (used where live).
+        auto attendGroup = [&](const T* kr, bool live, auto valueOf) {
+            float d[kGroupSize];
 #pragma unroll
             for (int g = 0; g < kGroupSize; ++g) {
-                float d = 0.0f;
+                d[g] = 0.0f;
+                if (live) {
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) d[g] += dot8<T>(*reinterpret_cast<const uint4*>(kr + (quarter * 4 + j) * 8), qc[g][j]);
+                }
+            }
+            finishRound.template operator()<4>(d, live, valueOf);
+        };
+        // A quad of 4 prefetched keys from `base` (those below `prefetched` and loaded): lane = 8 x key + e,
+        // with the key's 16-byte chunks e and e + 8 (a phase of 8 lanes reads 128 contiguous bytes), q's from
+        // shared memory (the group's stay in registers for the groups after this). A quad's chain is shorter
+        // than a group's (two dot8 a head instead of four, one shuffle level less in its max and sum, 4 values
+        // instead of 8): at 65-84 keys a CTA (a page's decode) the warps' second round took 4-7 us a step
+        // less as quads than as groups (call 190).
+        auto attendQuad = [&](int base) {
+            const int key = base + (lane >> 3), e = lane & 7;
+            const bool live = key < prefetched && sm.keyLoaded[key];
+            float d[kGroupSize];
+#pragma unroll
+            for (int g = 0; g < kGroupSize; ++g) {
+                d[g] = 0.0f;
                 if (live) {
                     const T* kr = sm.k + key * kKRow;
                     const T* qr = sm.q + g * kHpHeadDim;
-                    d = dot8<T>(*reinterpret_cast<const uint4*>(kr + e * 8), *reinterpret_cast<const uint4*>(qr + e * 8)) +
-                        dot8<T>(*reinterpret_cast<const uint4*>(kr + (e + 8) * 8), *reinterpret_cast<const uint4*>(qr + (e + 8) * 8));
+                    d[g] = dot8<T>(*reinterpret_cast<const uint4*>(kr + e * 8), *reinterpret_cast<const uint4*>(qr + e * 8)) +
+                           dot8<T>(*reinterpret_cast<const uint4*>(kr + (e + 8) * 8), *reinterpret_cast<const uint4*>(qr + (e + 8) * 8));
                 }
-                d += __shfl_xor_sync(0xffffffffu, d, 1);
-                d += __shfl_xor_sync(0xffffffffu, d, 2);
-                d += __shfl_xor_sync(0xffffffffu, d, 4);
-                pr[g] = softmaxStep.template operator()<8>(g, live ? d * scaleLog2 : -INFINITY, live);
             }
-#pragma unroll
-            for (int w = 0; w < 4; ++w) {
-                const float p0 = __shfl_sync(0xffffffffu, pr[0], 8 * w), p1 = __shfl_sync(0xffffffffu, pr[1], 8 * w);
-                if (liveKeys >> (8 * w) & 1u) addValue(p0, p1, sm.v + (base + w) * kHpHeadDim);
-            }
+            finishRound.template operator()<8>(d, live, [&](int w) { return sm.v + (base + w) * kHpHeadDim; });
         };
         static_assert(kHpPrefetchKeys <= 8 * kWarps + 4 * kWarps, "a round of groups and one of quads cover the prefetch");
-#endif
-        // The keys loaded before the wait (the new key among them where it is this CTA's), from shared memory.
-#ifdef LECTOR_HP_TAIL_QUADS
-        // The first 64 a group of 8 a warp, the rest (65-84 keys a CTA: a page's decode) 4 a warp.
+        // The keys loaded before the wait (the new key among them where it is this CTA's), from shared memory:
+        // the first 64 a group of 8 a warp, the rest (65-84 keys a CTA: a page's decode) 4 a warp.
         const int inGroups = min(prefetched, 8 * kWarps);
         if (warp * 8 < inGroups) {
             const int key = warp * 8 + tq;
@@ -499,13 +498,6 @@ __global__ void __launch_bounds__(kThreads, 2)
                         [&](int u) { return sm.v + (warp * 8 + u) * kHpHeadDim; });
         }
         if (inGroups + 4 * warp < prefetched) attendQuad(inGroups + 4 * warp);
-#else
-        for (int grp = warp; grp * 8 < prefetched; grp += kWarps) {
-            const int key = grp * 8 + tq;
-            attendGroup(sm.k + key * kKRow, key < prefetched && sm.keyLoaded[key],
-                        [&](int u) { return sm.v + (grp * 8 + u) * kHpHeadDim; });
-        }
-#endif
         // The rest of the partition (contexts above 16 x kHpPrefetchKeys), from the cache.
         for (int grp = warp; prefetched + grp * 8 < keys; grp += kWarps) {
             const int key = prefetched + grp * 8 + tq, t = first + key;
@@ -705,18 +697,20 @@ cudaError_t launchAll(const PersistentDecodeParams& p, cudaStream_t stream)
     Buffers b{reinterpret_cast<float*>(ws + w.residualAttn), reinterpret_cast<float*>(ws + w.residualMlp),
               reinterpret_cast<float*>(ws + w.oPartials), reinterpret_cast<float*>(ws + w.downPartials), ws + w.finalRow};
     PersistentDecodeParams params = p;
-#ifdef LECTOR_HP_CLUSTER_POLICY
-    // An experiment for benchmark builds (bench_hp_spread, bench_hp_balance): the attention kernel's clusters
-    // placed by another policy than the default (1 spread: a CTA a multiprocessor; 2 load balancing). Two
-    // attention CTAs fit one multiprocessor, and where a cluster takes a GPC's SMs two at a time, MLP CTAs
-    // find no room beside them (docs/perf.md, call 147).
-    cudaLaunchAttribute policy{};
-    policy.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    policy.val.clusterSchedulingPolicyPreference = static_cast<cudaClusterSchedulingPolicy>(LECTOR_HP_CLUSTER_POLICY);
+    // The attention kernel's clusters placed by the load-balancing policy (call 190: 6-12 us a step faster than
+    // the default at every context of a page's decode, 1024-1344, in both dtypes; the spread policy was no
+    // faster than the default). Two attention CTAs fit one multiprocessor, and where the default packs a
+    // cluster onto a GPC's SMs two at a time, the next kernel's CTAs find less room beside them (call 147).
+    // LECTOR_HP_CLUSTER_POLICY=0 (default placement) or 1 (spread) for comparison runs.
+    static const cudaLaunchAttribute policy = [] {
+        const char* env = std::getenv("LECTOR_HP_CLUSTER_POLICY");
+        const int value = env && env[0] >= '0' && env[0] <= '2' && env[1] == 0 ? env[0] - '0' : 2;
+        cudaLaunchAttribute a{};
+        a.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+        a.val.clusterSchedulingPolicyPreference = static_cast<cudaClusterSchedulingPolicy>(value);
+        return a;
+    }();
     const cudaLaunchAttribute* attentionPolicy = &policy;
-#else
-    const cudaLaunchAttribute* attentionPolicy = nullptr;
-#endif
     // Layer 0 under PDL too (its kernel reads the step's inputs after its wait), unless LECTOR_HP_FIRST_PDL=0:
     // then the kernel of the other layers, which reads them before, starting after the work before it.
     static const bool firstPdl = [] {
