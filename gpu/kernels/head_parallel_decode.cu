@@ -386,8 +386,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     traceMark(p, layer, 0, kHpAttnKvLanded);
 
-    // Attention over the partition: a warp takes groups of 8 keys (warp, warp + 8, ...), lane = 4 x key +
-    // quarter of the dims; a running max and sum, and the output's dims 4 lane .. + 3 of both heads.
+    // Attention over the partition: a warp takes a group of 8 prefetched keys, then a quad of 4 (keys 65-84),
+    // then groups of the keys read after the wait (warp, warp + 8, ...); a running max and sum, and the
+    // output's dims 4 lane .. + 3 of both heads.
     {
         const int tq = lane >> 2, quarter = lane & 3;
         uint4 qc[kGroupSize][4];

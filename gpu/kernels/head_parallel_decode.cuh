@@ -26,8 +26,10 @@
 //
 // Requirements (headParallelDecodeUnsupported says which failed): float16 or bfloat16; HunyuanOCR's
 // decoder shapes (hidden 1024, intermediate 3584, 16 query and 8 KV heads of 128); sm_90 with clusters of
-// 16 CTAs; every matrix contiguous and 16-byte aligned. Keys past kHpPrefetchKeys per CTA (contexts
-// above 16 x 84) are read after the wait, one group of 8 a warp at a time.
+// 16 CTAs; every matrix contiguous and 16-byte aligned. A CTA's first 64 prefetched keys are attended a
+// group of 8 a warp, the next 20 a quad of 4 a warp; keys past kHpPrefetchKeys per CTA (contexts above
+// 16 x 84) are read after the wait, one group of 8 a warp at a time. The attention clusters are placed by
+// the load-balancing policy (LECTOR_HP_CLUSTER_POLICY=0 / 1: the default / spread policy).
 // Engine thread (core/runner/model_runner), one step per launch sequence; CUDA graphs capture it.
 #pragma once
 
