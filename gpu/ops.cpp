@@ -1028,7 +1028,11 @@ GreedyScreenHead quantizeGreedyScreen(const at::Tensor& weight)
     for (int64_t r = 0; r < weight.size(0); r += kRowsAtOnce) {
         const int64_t n = std::min(kRowsAtOnce, weight.size(0) - r);
         const at::Tensor w = weight.narrow(0, r, n).to(at::kFloat);
-        const at::Tensor scales = w.abs().amax(1) / 127.0f;
+        // Divided by a tensor of 127s, not the scalar: for a scalar divisor libtorch's CUDA kernel multiplies by
+        // its reciprocal, one ulp off the CPU's quotient now and then (call 191), and a head quantized on
+        // either device should be the same head.
+        const at::Tensor amax = w.abs().amax(1);
+        const at::Tensor scales = amax / at::full_like(amax, 127.0f);
         // A zero row keeps scale 0 and q 0; dividing by 1 there avoids 0 / 0.
         const at::Tensor divisor = at::where(scales > 0, scales, at::ones_like(scales)).unsqueeze(1);
         h.scales.narrow(0, r, n).copy_(scales);

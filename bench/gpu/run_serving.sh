@@ -37,6 +37,8 @@
 # the SDPA / no-PDL / persistent variants, the graph-sampler comparison, the 256-token launch comparisons
 # (one decode step a replay against launches of 8), the step budgets' comparison and
 # the diagnostic benches, bench_greedy_screen among them (a run of the engine's figures well inside one call: ~450 s).
+# STOP_AFTER_SCREEN=1 stops after one request and the greedy screen's checks (below); KTESTS="..." runs only
+# those kernel tests (a short check: KTESTS=tst_greedy_screen BASELINE_S=1 STOP_AFTER_SCREEN=1 TABLES_ONLY=1).
 # full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
 full_run() { [ -z "${TABLES_ONLY:-}" ]; }
 source "$(dirname "$0")/lib.sh"
@@ -61,8 +63,11 @@ REF=$!
 
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS="tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention"
-timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" lector-cli bench_hunyuan bench_paged_attention bench_persistent_decode bench_greedy_screen bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill tst_model_runner tst_hunyuan_vision $KTESTS > "$W/build.log" 2>&1
+KTESTS=${KTESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention"}
+TARGETS="lector-cli bench_hunyuan tst_model_runner tst_hunyuan_vision $KTESTS"
+[ -n "${STOP_AFTER_SCREEN:-}" ] || TARGETS="$TARGETS bench_paged_attention bench_persistent_decode bench_greedy_screen bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill"
+# shellcheck disable=SC2086
+timeout 450 taskset -c "$BUILDCPUS" ninja -C "$B" -k 0 -j"$(( NCPU - 4 ))" $TARGETS > "$W/build.log" 2>&1
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 CLI=$B/app/cli/lector-cli
 
@@ -193,6 +198,13 @@ grep -m1 "greedy screen" "$W/screen_forced_1.log" | sed 's/^/load, LECTOR_GREEDY
 for kind in forced stops; do
   same_page "greedy screen off vs on ($kind)" "$W/screen_${kind}_0.jsonl" "$W/screen_${kind}_1.jsonl"
 done | tee -a "$W/latency.txt"
+# STOP_AFTER_SCREEN=1: a short check of the screen in the engine (with KTESTS=tst_greedy_screen and BASELINE_S=1: the
+# build, that test, parity, one request and the checks above): the default's load line, then done.
+if [ -n "${STOP_AFTER_SCREEN:-}" ]; then
+  LECTOR_LOG=info timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl 2>&1 >/dev/null | grep -m1 "greedy screen" \
+    | sed 's/^/load, default: /' | tee -a "$W/latency.txt"
+  step "done (STOP_AFTER_SCREEN)"; exit 0
+fi
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(vision|total)" | sed 's/^/vision attention by SDPA: /' | tee -a "$W/latency.txt"

@@ -1073,11 +1073,28 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
     const at::Device device = m_decoder.device();
     // Graph 1's inputs hold the dummy step (one key of block 0, no K/V written, a greedy draw into the
     // spare presence row at penalty 1): each graph from id 0, the tokens it draws.
+    // A replay moves those inputs on in place (the draw's advance: context, positions, slot, counter), so
+    // each graph starts from a copy of them: else the second of a pair ran 1 or 8 steps further on and, in
+    // a graph of several steps, drew other tokens (call 191: the screen dropped for a mismatch of its own).
     const at::Tensor ids = graphInput(0, 1, at::kLong);
-    auto draw = [&](DecodeGraph& g, bool steps) {
+    const at::Tensor inputs = m_graphInputs.narrow(0, 0, graphInputs(1).end);
+    const at::Tensor dummy = inputs.clone();
+    auto restore = [&] {
+        inputs.copy_(dummy);
         ids.zero_();
+    };
+    auto draw = [&](DecodeGraph& g, bool steps) {
+        restore();
         g.graph.replay();
         return (steps ? m_stepTokens : ids).to(at::kCPU).clone();
+    };
+    auto idsText = [](const at::Tensor& t) {
+        std::string text;
+        for (std::int64_t i = 0; i < t.numel(); ++i) {
+            if (i > 0) text += ' ';
+            text += std::to_string(t[i].item<std::int64_t>());
+        }
+        return text;
     };
     std::string mismatch;
     auto compare = [&](DecodeGraph* plain, DecodeGraph* screened, bool steps, const char* name) {
@@ -1090,15 +1107,13 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
             const double a = l[want.item<std::int64_t>()].item<double>(), c = l[got.item<std::int64_t>()].item<double>();
             if (std::fabs(a - c) <= 1e-5 * l.abs().max().item<double>()) return;
         }
-        std::ostringstream out;
-        out << name << " drew " << got << " against " << want;
-        mismatch = out.str();
+        mismatch = std::string(name) + " drew " + idsText(got.flatten()) + " against " + idsText(want.flatten());
     };
     compare(m_graphs.at(1).get(), m_screened.one.get(), false, "graph 1");
     compare(m_longContextGraph.get(), m_screened.longContext.get(), false, "the chain's graph 1");
     compare(m_stepsGraph.get(), m_screened.steps.get(), true, "the graph of several steps");
     compare(m_longContextStepsGraph.get(), m_screened.longContextSteps.get(), true, "the chain's graph of several steps");
-    ids.zero_();
+    restore();
     std::string line;
     bool keep = mismatch.empty();
     if (!keep) {
@@ -1110,7 +1125,7 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
             plainUs = std::min(plainUs, gpu::replayMicros(device, m_graphs.at(1)->graph));
             screenedUs = std::min(screenedUs, gpu::replayMicros(device, m_screened.one->graph));
         }
-        ids.zero_();
+        restore();
         keep = screenedUs < plainUs;
         line = "greedy screen: graph 1 " + std::to_string(static_cast<int>(screenedUs + 0.5)) + " us a replay against " +
                std::to_string(static_cast<int>(plainUs + 0.5)) + " with the LM head and the sampler" +
