@@ -1072,21 +1072,14 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
 {
     const at::Device device = m_decoder.device();
     // Graph 1's inputs hold the dummy step (one key of block 0, no K/V written, a greedy draw into the
-    // spare presence row at penalty 1): each graph from id 0, the tokens it draws.
-    // A replay moves those inputs on in place (the draw's advance: context, positions, slot, counter), so
-    // each graph starts from a copy of them: else the second of a pair ran 1 or 8 steps further on and, in
-    // a graph of several steps, drew other tokens (call 191: the screen dropped for a mismatch of its own).
+    // spare presence row at penalty 1; its slot -1 keeps the draws from moving it on): each graph from id 0,
+    // the tokens it draws. Each run starts from a copy of those inputs, whatever a replay left there.
     const at::Tensor ids = graphInput(0, 1, at::kLong);
     const at::Tensor inputs = m_graphInputs.narrow(0, 0, graphInputs(1).end);
     const at::Tensor dummy = inputs.clone();
     auto restore = [&] {
         inputs.copy_(dummy);
         ids.zero_();
-    };
-    auto draw = [&](DecodeGraph& g, bool steps) {
-        restore();
-        g.graph.replay();
-        return (steps ? m_stepTokens : ids).to(at::kCPU).clone();
     };
     auto idsText = [](const at::Tensor& t) {
         std::string text;
@@ -1096,23 +1089,51 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
         }
         return text;
     };
-    std::string mismatch;
-    auto compare = [&](DecodeGraph* plain, DecodeGraph* screened, bool steps, const char* name) {
-        if (!plain || !screened || !mismatch.empty()) return;
-        const at::Tensor want = draw(*plain, steps), got = draw(*screened, steps);
-        if (at::equal(want, got)) return;
-        // One step may meet an exact tie that float32 summation order decides: accept it within 1e-5.
-        if (!steps) {
-            const at::Tensor l = plain->logits[0].to(at::kCPU);
-            const double a = l[want.item<std::int64_t>()].item<double>(), c = l[got.item<std::int64_t>()].item<double>();
-            if (std::fabs(a - c) <= 1e-5 * l.abs().max().item<double>()) return;
+    // A graph of one step replayed n times from the dummy, each replay's token the next one's input: the
+    // tokens, and where asked each step's logits (on the device).
+    auto replayOne = [&](DecodeGraph& g, std::int64_t n, std::vector<at::Tensor>* logits) {
+        restore();
+        at::Tensor tokens = at::empty({n}, at::kLong);
+        for (std::int64_t k = 0; k < n; ++k) {
+            g.graph.replay();
+            tokens[k] = ids.to(at::kCPU)[0];
+            if (logits) logits->push_back(g.logits[0].clone());
         }
-        mismatch = std::string(name) + " drew " + idsText(got.flatten()) + " against " + idsText(want.flatten());
+        return tokens;
     };
-    compare(m_graphs.at(1).get(), m_screened.one.get(), false, "graph 1");
-    compare(m_longContextGraph.get(), m_screened.longContext.get(), false, "the chain's graph 1");
-    compare(m_stepsGraph.get(), m_screened.steps.get(), true, "the graph of several steps");
-    compare(m_longContextStepsGraph.get(), m_screened.longContextSteps.get(), true, "the chain's graph of several steps");
+    // A set of screened graphs against the plain graph of one step (as many steps as a graph of several
+    // holds): the screened graph of one step draws the plain one's tokens up to an exact tie that float32
+    // summation order decides (within 1e-5 of the largest logit: the steps after it then start from other
+    // inputs, so the comparison ends there), and the screened graph of several steps draws what its graph of
+    // one step draws replayed as often (the same kernels: this checks the advance between its steps).
+    auto compareSet = [&](DecodeGraph* plainOne, DecodeGraph* screenedOne, DecodeGraph* screenedSteps,
+                          const char* name) -> std::string {
+        if (!plainOne || !screenedOne) return "";
+        const std::int64_t n = screenedSteps ? m_stepTokens.numel() : 1;
+        std::vector<at::Tensor> logits;
+        const at::Tensor want = replayOne(*plainOne, n, &logits), got = replayOne(*screenedOne, n, nullptr);
+        for (std::int64_t k = 0; k < n; ++k) {
+            const std::int64_t w = want[k].item<std::int64_t>(), g = got[k].item<std::int64_t>();
+            if (w == g) continue;
+            const at::Tensor l = logits[static_cast<size_t>(k)].to(at::kCPU);
+            const double gap = std::fabs(l[w].item<double>() - l[g].item<double>()), top = l.abs().max().item<double>();
+            if (gap <= 1e-5 * top) break;
+            return std::string(name) + " drew " + idsText(got) + " against " + idsText(want) + " (step " +
+                   std::to_string(k + 1) + ": logits " + std::to_string(gap / top) + " of the largest apart)";
+        }
+        if (!screenedSteps) return "";
+        restore();
+        screenedSteps->graph.replay();
+        const at::Tensor steps = m_stepTokens.to(at::kCPU).clone();
+        if (at::equal(steps, got)) return "";
+        return std::string(name) + "'s launch of several steps drew " + idsText(steps) + " against " + idsText(got) +
+               " one step a replay";
+    };
+    const std::string mismatch = compareSet(m_graphs.at(1).get(), m_screened.one.get(), m_screened.steps.get(), "graph 1");
+    // The chain's graphs for long contexts: where they disagree, those two go without the screen, the rest keep it.
+    const std::string chainMismatch = compareSet(m_longContextGraph.get(), m_screened.longContext.get(),
+                                                 m_screened.longContextSteps.get(), "the chain's graph 1");
+    if (!chainMismatch.empty()) m_screened.longContext.reset(), m_screened.longContextSteps.reset();
     restore();
     std::string line;
     bool keep = mismatch.empty();
@@ -1133,6 +1154,7 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
     } else {
         line = "greedy screen: on (draws the same tokens on the dummy step)";
     }
+    if (keep && !chainMismatch.empty()) line += "; not in the chain's long-context graphs (" + chainMismatch + ")";
     if (!keep) dropScreenedGraphs();
     m_screenReport = line;
 }
@@ -1286,15 +1308,17 @@ at::Tensor ModelRunner::runGraph(const RunnerStep& step, const std::vector<Devic
     // of the launch's length, and for a greedy draw the screened twin where captured (RunnerOptions::greedyScreen).
     const bool longContext = b == 1 && m_longContextGraph && step.seqs[0].past + 1 > m_longContextFrom;
     const bool screened = b == 1 && sampling && m_screened.one && (*sampling)[0].greedy();
-    auto pick = [&](DecodeGraph& one, DecodeGraph* several, DecodeGraph* longOne, DecodeGraph* longSeveral) -> DecodeGraph& {
-        if (steps > 1) return *(longContext ? longSeveral : several);
-        return longContext ? *longOne : one;
+    auto pick = [&](DecodeGraph* one, DecodeGraph* several, DecodeGraph* longOne, DecodeGraph* longSeveral) {
+        if (steps > 1) return longContext ? longSeveral : several;
+        return longContext ? longOne : one;
     };
     const ScreenedGraphs& s = m_screened;
-    DecodeGraph& graph = screened ? pick(*s.one, s.steps.get(), s.longContext.get(), s.longContextSteps.get())
-                                  : pick(*it->second, m_stepsGraph.get(), m_longContextGraph.get(), m_longContextStepsGraph.get());
-    graph.graph.replay();
-    return graph.logits.defined() ? graph.logits.narrow(0, 0, batch) : at::Tensor();
+    DecodeGraph* graph = pick(it->second.get(), m_stepsGraph.get(), m_longContextGraph.get(), m_longContextStepsGraph.get());
+    // (the chain's long-context graphs may have no screened twin: keepScreenedGraphsIfBetter)
+    if (DecodeGraph* twin = screened ? pick(s.one.get(), s.steps.get(), s.longContext.get(), s.longContextSteps.get()) : nullptr)
+        graph = twin;
+    graph->graph.replay();
+    return graph->logits.defined() ? graph->logits.narrow(0, 0, batch) : at::Tensor();
 }
 
 }  // namespace lector::runner
