@@ -323,7 +323,13 @@ int headParallel(int layers, const std::vector<int>& contexts)
     }
     const double copyBw = bench::copyBandwidth();
     const char* policy = std::getenv("LECTOR_HP_CLUSTER_POLICY");
-    const std::string variant = policy ? std::string(" (LECTOR_HP_CLUSTER_POLICY=") + policy + ")" : std::string();
+    std::string variant = policy ? std::string(" (LECTOR_HP_CLUSTER_POLICY=") + policy + ")" : std::string();
+#ifdef LECTOR_HP_ATTN_TRIGGER  // (builds of head_parallel_decode.cu with a later trigger: build_torch_free.sh)
+    variant += " (LECTOR_HP_ATTN_TRIGGER=" + std::to_string(LECTOR_HP_ATTN_TRIGGER) + ")";
+#endif
+#ifdef LECTOR_HP_MLP_TRIGGER
+    variant += " (LECTOR_HP_MLP_TRIGGER=" + std::to_string(LECTOR_HP_MLP_TRIGGER) + ")";
+#endif
     std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay)%s; copy %.0f GB/s\n\n",
                 layers, variant.c_str(), copyBw / 1e9);
     std::printf("| kernels | dtype, context | us a step | of copy bandwidth |\n|---|---|---|---|\n");
