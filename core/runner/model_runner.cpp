@@ -1093,13 +1093,13 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
     // tokens, and where asked each step's logits (on the device).
     auto replayOne = [&](DecodeGraph& g, std::int64_t n, std::vector<at::Tensor>* logits) {
         restore();
-        at::Tensor tokens = at::empty({n}, at::kLong);
+        std::vector<std::int64_t> tokens;
         for (std::int64_t k = 0; k < n; ++k) {
             g.graph.replay();
-            tokens[k] = ids.to(at::kCPU)[0];
+            tokens.push_back(ids.item<std::int64_t>());
             if (logits) logits->push_back(g.logits[0].clone());
         }
-        return tokens;
+        return at::tensor(tokens, at::kLong);
     };
     // A set of screened graphs against the plain graph of one step (as many steps as a graph of several
     // holds): the screened graph of one step draws the plain one's tokens up to an exact tie that float32
