@@ -14,11 +14,12 @@
 //   bench_persistent_decode [--layers 24] [--reps 20]
 //   bench_persistent_decode --head-parallel [--layers 24] [--contexts 1,1076,...]: the same check for the head-parallel kernels
 //     (head_parallel_decode.cuh; contexts 1 to 4100), then the step's time in a CUDA graph beside the
-//     persistent kernel's.
+//     persistent kernel's. LECTOR_HP_CLUSTER_POLICY=0 / 1 places the attention clusters by the default /
+//     spread policy instead of load balancing; LECTOR_HP_FIRST_PDL=0 launches layer 0 after the work before
+//     it; bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1 are this source with the kernels letting the next
+//     one launch later (build_torch_free.sh).
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
-//     LECTOR_HP_CLUSTER_POLICY=0 / 1 places the attention clusters by the default / spread policy instead
-//     of load balancing; LECTOR_HP_FIRST_PDL=0 launches layer 0 after the work before it.
 //   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
 //     kernels built with LECTOR_HP_TRACE (bash bench/gpu/build_torch_free.sh bench_hp_trace): where a
 //     head-parallel layer's time goes at each context, stage by stage, from the kernels' own stamps

@@ -153,6 +153,13 @@ diagnostics() {
 }
 
 H="--model hunyuan-ocr --model-dir /tmp/hy/model --device cuda --preset spotting --max-new-tokens 256 --ignore-eos"
+# request_with LABEL VAR=VALUE...: one request (median of 5) with those variables set, its decode, per-token
+# and total lines labelled into latency.txt.
+request_with() {
+  local label=$1; shift
+  env "$@" timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
+    | grep -E "^(decode|per_token|total)" | sed "s/^/$label: /" | tee -a "$W/latency.txt"
+}
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
 # One decode step a graph replay (--decode-graph-steps 1) against the default launches of 8 above; then the
@@ -173,22 +180,18 @@ done | tee -a "$W/latency.txt"
 # the sampler: docs/serving.md) off against the default above (bench_hunyuan printed the default's verdict
 # at load), the verdict when forced on, and the page's text both ways, forced and with stops: the same
 # argmax, so the same text.
-LECTOR_GREEDY_SCREEN=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
-  | grep -E "^(decode|per_token|total)" | sed 's/^/greedy screen off: /' | tee -a "$W/latency.txt"
+request_with "greedy screen off" LECTOR_GREEDY_SCREEN=0
 # The head-parallel step's layer 0 launched after the work before it (LECTOR_HP_FIRST_PDL=0, as until the
 # thirty-fourth session) against the default above, where it starts under PDL and reads the step's inputs
 # after its wait (the 1000-token check below compares launches of 8, which move those inputs on in place,
 # with one step a replay).
-LECTOR_HP_FIRST_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
-  | grep -E "^(decode|per_token|total)" | sed 's/^/layer 0 without PDL: /' | tee -a "$W/latency.txt"
+request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # The head-parallel step's attention clusters by the default placement (LECTOR_HP_CLUSTER_POLICY=0, as until
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
-LECTOR_HP_CLUSTER_POLICY=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
-  | grep -E "^(decode|per_token|total)" | sed 's/^/attention clusters by the default placement: /' | tee -a "$W/latency.txt"
+request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
 # is taken from every kernel's L2); in full runs also a 64-page burst that way (the tower's products with less L2).
-LECTOR_SCREEN_L2_MB=40 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
-  | grep -E "^(decode|per_token|total)" | sed 's/^/greedy screen, 40 MB in the L2: /' | tee -a "$W/latency.txt"
+request_with "greedy screen, 40 MB in the L2" LECTOR_SCREEN_L2_MB=40
 for s in 0 1; do
   LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
   LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
@@ -208,8 +211,7 @@ fi
 # The vision tower's attention through libtorch's SDPA (our kernel is the default on Hopper), against the run above.
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 \
   | grep -E "^(vision|total)" | sed 's/^/vision attention by SDPA: /' | tee -a "$W/latency.txt"
-[ -n "${QUICK:-}" ] || ! full_run || LECTOR_PDL=0 timeout 60 $CLI bench /tmp/pages/p000.ppm $H --warmup 1 --repeat 5 --no-throughput 2>&1 | grep -E "^(decode|per_token|total)" \
-  | sed 's/^/without PDL: /' | tee -a "$W/latency.txt"
+[ -n "${QUICK:-}" ] || ! full_run || request_with "without PDL" LECTOR_PDL=0
 full_run && for mode in on off; do
   LECTOR_LOG=info timeout 60 $CLI bench /tmp/pages/p000.ppm $H --persistent-decode $mode --warmup 1 --repeat 5 --no-throughput 2>&1 \
     | grep -E "^(decode|per_token|total)|persistent|kernel chain" | sed "s/^/--persistent-decode $mode: /" | tee -a "$W/latency.txt"

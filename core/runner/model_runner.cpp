@@ -1081,11 +1081,12 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
         inputs.copy_(dummy);
         ids.zero_();
     };
-    auto idsText = [](const at::Tensor& t) {
+    using Tokens = std::vector<std::int64_t>;
+    auto idsText = [](const Tokens& t) {
         std::string text;
-        for (std::int64_t i = 0; i < t.numel(); ++i) {
-            if (i > 0) text += ' ';
-            text += std::to_string(t[i].item<std::int64_t>());
+        for (const std::int64_t id : t) {
+            if (!text.empty()) text += ' ';
+            text += std::to_string(id);
         }
         return text;
     };
@@ -1093,13 +1094,13 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
     // tokens, and where asked each step's logits (on the device).
     auto replayOne = [&](DecodeGraph& g, std::int64_t n, std::vector<at::Tensor>* logits) {
         restore();
-        std::vector<std::int64_t> tokens;
+        Tokens tokens;
         for (std::int64_t k = 0; k < n; ++k) {
             g.graph.replay();
             tokens.push_back(ids.item<std::int64_t>());
             if (logits) logits->push_back(g.logits[0].clone());
         }
-        return at::tensor(tokens, at::kLong);
+        return tokens;
     };
     // A set of screened graphs against the plain graph of one step (as many steps as a graph of several
     // holds): the screened graph of one step draws the plain one's tokens up to an exact tie that float32
@@ -1111,11 +1112,11 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
         if (!plainOne || !screenedOne) return "";
         const std::int64_t n = screenedSteps ? m_stepTokens.numel() : 1;
         std::vector<at::Tensor> logits;
-        const at::Tensor want = replayOne(*plainOne, n, &logits), got = replayOne(*screenedOne, n, nullptr);
-        for (std::int64_t k = 0; k < n; ++k) {
-            const std::int64_t w = want[k].item<std::int64_t>(), g = got[k].item<std::int64_t>();
+        const Tokens want = replayOne(*plainOne, n, &logits), got = replayOne(*screenedOne, n, nullptr);
+        for (size_t k = 0; k < want.size(); ++k) {
+            const std::int64_t w = want[k], g = got[k];
             if (w == g) continue;
-            const at::Tensor l = logits[static_cast<size_t>(k)].to(at::kCPU);
+            const at::Tensor l = logits[k].to(at::kCPU);
             const double gap = std::fabs(l[w].item<double>() - l[g].item<double>()), top = l.abs().max().item<double>();
             if (gap <= 1e-5 * top) break;
             return std::string(name) + " drew " + idsText(got) + " against " + idsText(want) + " (step " +
@@ -1124,8 +1125,9 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
         if (!screenedSteps) return "";
         restore();
         screenedSteps->graph.replay();
-        const at::Tensor steps = m_stepTokens.to(at::kCPU).clone();
-        if (at::equal(steps, got)) return "";
+        const at::Tensor drawn = m_stepTokens.to(at::kCPU);
+        const Tokens steps(drawn.data_ptr<std::int64_t>(), drawn.data_ptr<std::int64_t>() + drawn.numel());
+        if (steps == got) return "";
         return std::string(name) + "'s launch of several steps drew " + idsText(steps) + " against " + idsText(got) +
                " one step a replay";
     };
