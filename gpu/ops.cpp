@@ -18,6 +18,7 @@
 #include "gpu/ref/kv_cache_write_ref.h"
 #include "gpu/ref/paged_decode_attention_ref.h"
 #include "gpu/ref/paged_prefill_attention_ref.h"
+#include "gpu/ref/patchify_ref.h"
 #include "gpu/ref/persistent_decode_ref.h"
 #include "gpu/ref/qk_norm_rope_ref.h"
 #include "gpu/ref/rms_norm_ref.h"
@@ -438,6 +439,46 @@ void visionAttention(const at::Tensor& out, const at::Tensor& qkv, const at::Ten
     p.scale = static_cast<float>(scale);
     p.shape = shape;
     dispatch(qkv, op, p, LECTOR_LAUNCHER(launchVisionAttention), &ref::visionAttentionRef);
+}
+
+bool kernelsBuiltIn()
+{
+#ifdef LECTOR_GPU_HAVE_LAUNCHERS
+    return true;
+#else
+    return false;
+#endif
+}
+
+// --- the vision tower's input ---
+
+void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const float (&mean)[3],
+              const float (&std)[3])
+{
+    const char* op = "patchify";
+    TORCH_CHECK(rgb.defined() && out.defined() && rgb.device() == out.device(), op,
+                ": rgb and out must be defined and on one device");
+    TORCH_CHECK(rgb.scalar_type() == at::kByte && rgb.dim() == 3 && rgb.size(2) == 3 && rgb.is_contiguous(), op,
+                ": rgb must be [height, width, 3] uint8, contiguous, got ", rgb.sizes(), " ", rgb.scalar_type());
+    TORCH_CHECK(patch > 0 && rgb.size(0) % patch == 0 && rgb.size(1) % patch == 0, op, ": image ", rgb.size(1), "x",
+                rgb.size(0), " is not a multiple of the patch size ", patch);
+    const int64_t gridH = rgb.size(0) / patch, gridW = rgb.size(1) / patch;
+    TORCH_CHECK(out.dim() == 2 && out.size(0) == gridH * gridW && out.size(1) == 3 * patch * patch &&
+                    out.is_contiguous(),
+                op, ": out must be [", gridH * gridW, ", ", 3 * patch * patch, "], contiguous, got ", out.sizes());
+    PatchifyParams p;
+    p.dtype = dtypeOf(out, op, "out");
+    p.out = out.data_ptr();
+    p.rgb = rgb.data_ptr<uint8_t>();
+    p.gridH = toInt(gridH, op, "gridH");
+    p.gridW = toInt(gridW, op, "gridW");
+    p.patch = toInt(patch, op, "patch");
+    for (int c = 0; c < 3; ++c) {
+        TORCH_CHECK(std[c] != 0.0f, op, ": std of channel ", c, " is 0");
+        p.mean[c] = mean[c];
+        p.std[c] = std[c];
+    }
+    dispatch(out, op, p, LECTOR_LAUNCHER(launchPatchify), &ref::patchifyRef);
 }
 
 // --- projections at decode batch sizes ---

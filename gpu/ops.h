@@ -94,6 +94,18 @@ void visionAttention(const at::Tensor& out, const at::Tensor& qkv, const at::Ten
 // device, float16 or bfloat16, head dim 72. False for CPU tensors (the caller has its own CPU path).
 bool visionAttentionAvailable(const at::Tensor& qkv, int64_t headDim);
 
+// Whether this build has the CUDA kernels (LECTOR_CUDA): without them CUDA tensors fail every op.
+bool kernelsBuiltIn();
+
+// --- the vision tower's input ---
+
+// out = the image's bytes normalised per channel, (u8 / 255 - mean[c]) / std[c] in float32 rounded once
+// to out's dtype, in patch x patch squares (gpu/kernels/patchify.cuh). rgb: [gridH * patch, gridW * patch,
+// 3] uint8, contiguous; out: [gridH * gridW, 3 * patch * patch], contiguous, float32, float16 or bfloat16,
+// on rgb's device.
+void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const float (&mean)[3],
+              const float (&std)[3]);
+
 // --- norms, rotary, activation ---
 
 // out = weight * x / rms(x). out, input: [numTokens, hidden] (any token stride; out may be input).

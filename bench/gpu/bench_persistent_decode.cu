@@ -16,8 +16,7 @@
 //     (head_parallel_decode.cuh; contexts 1 to 4100), then the step's time in a CUDA graph beside the
 //     persistent kernel's. LECTOR_HP_CLUSTER_POLICY=0 / 1 places the attention clusters by the default /
 //     spread policy instead of load balancing; LECTOR_HP_FIRST_PDL=0 launches layer 0 after the work before
-//     it; bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1 are this source with the kernels letting the next
-//     one launch later (build_torch_free.sh).
+//     it.
 //   bench_persistent_decode --graph-loop: 16 head-parallel steps a CUDA graph, unrolled against a while node
 //     around one step (graphLoop below).
 //   bench_hp_trace --trace [--layers 24] [--contexts 1024,1040,...]: this source and the head-parallel
@@ -325,12 +324,6 @@ int headParallel(int layers, const std::vector<int>& contexts)
     const double copyBw = bench::copyBandwidth();
     const char* policy = std::getenv("LECTOR_HP_CLUSTER_POLICY");
     std::string variant = policy ? std::string(" (LECTOR_HP_CLUSTER_POLICY=") + policy + ")" : std::string();
-#ifdef LECTOR_HP_ATTN_TRIGGER  // (builds of head_parallel_decode.cu with a later trigger: build_torch_free.sh)
-    variant += " (LECTOR_HP_ATTN_TRIGGER=" + std::to_string(LECTOR_HP_ATTN_TRIGGER) + ")";
-#endif
-#ifdef LECTOR_HP_MLP_TRIGGER
-    variant += " (LECTOR_HP_MLP_TRIGGER=" + std::to_string(LECTOR_HP_MLP_TRIGGER) + ")";
-#endif
     std::printf("\n## batch-1 decode step, %d layers, HunyuanOCR shapes, in a CUDA graph (4 steps a replay)%s; copy %.0f GB/s\n\n",
                 layers, variant.c_str(), copyBw / 1e9);
     std::printf("| kernels | dtype, context | us a step | of copy bandwidth |\n|---|---|---|---|\n");

@@ -2,9 +2,7 @@
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
 # bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and builds of
-# bench_persistent_decode's source with defines: bench_hp_trace, the head-parallel kernels' trace built in;
-# bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1, the kernels letting the next one launch later
-# (head_parallel_decode.cu's LECTOR_HP_ATTN_TRIGGER / LECTOR_HP_MLP_TRIGGER); bench_hp_trace_attn_trigger1)
+# bench_persistent_decode's source with defines: bench_hp_trace, the head-parallel kernels' trace built in)
 # here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
@@ -39,12 +37,9 @@ declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcubla
 # A bench built from another's source (its dependencies and libraries too) with a define. The sources that
 # name the define themselves get objects of their own (build-gpu-obj/<define>/); the others are shared.
 # (several defines separated by commas)
-declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode [bench_hp_attn_trigger1]=bench_persistent_decode
-                   [bench_hp_attn_trigger2]=bench_persistent_decode [bench_hp_mlp_trigger1]=bench_persistent_decode
-                   [bench_hp_trace_attn_trigger1]=bench_persistent_decode)
-declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE [bench_hp_attn_trigger1]=LECTOR_HP_ATTN_TRIGGER=1
-                    [bench_hp_attn_trigger2]=LECTOR_HP_ATTN_TRIGGER=2 [bench_hp_mlp_trigger1]=LECTOR_HP_MLP_TRIGGER=1
-                    [bench_hp_trace_attn_trigger1]=LECTOR_HP_TRACE,LECTOR_HP_ATTN_TRIGGER=1)
+# (Call 195's bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1 were builds like these; docs/perf.md.)
+declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode)
+declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE)
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
 

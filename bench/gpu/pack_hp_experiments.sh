@@ -6,10 +6,6 @@
 #   bench_hp_trace_base      bench_hp_trace at BASE;
 #   bench_persistent_decode  this tree's kernels;
 #   bench_hp_trace           this tree's kernels with their trace (LECTOR_HP_TRACE);
-#   bench_hp_attn_trigger1/2 this tree's kernels, the attention kernel letting the MLP's launch after its
-#                            keys / after the partials' exchange (LECTOR_HP_ATTN_TRIGGER=1 / 2);
-#   bench_hp_mlp_trigger1    the MLP kernel letting the next attention launch after its gate/up rows;
-#   bench_hp_trace_attn_trigger1  bench_hp_attn_trigger1 traced;
 #   bench_greedy_screen      the greedy screen's checks and times.
 #   bash bench/gpu/pack_hp_experiments.sh [BASE]
 set -euo pipefail
@@ -24,7 +20,7 @@ mkdir -p build-gpu
 cp "$WT/build-gpu/bench_persistent_decode" build-gpu/bench_hp_base
 cp "$WT/build-gpu/bench_hp_trace" build-gpu/bench_hp_trace_base
 git worktree remove --force "$WT"
-BENCHES="bench_persistent_decode bench_hp_trace bench_greedy_screen bench_hp_attn_trigger1 bench_hp_attn_trigger2 bench_hp_mlp_trigger1 bench_hp_trace_attn_trigger1"
+BENCHES="bench_persistent_decode bench_hp_trace bench_greedy_screen"
 # shellcheck disable=SC2086
 bash bench/gpu/build_torch_free.sh $BENCHES > /dev/null
 # shellcheck disable=SC2086

@@ -303,8 +303,9 @@ void HunyuanBackend::add(RequestPtr request)
 
     // The prompt is built at admission (the scheduler needs its length to plan blocks): it depends on the
     // patch grid, which the smart-resize arithmetic gives without touching pixels. The pixels themselves
-    // (Pillow-bicubic resampling, normalisation: milliseconds per page) are prepared on the backend's
-    // worker thread, so the engine thread goes on stepping; the vision step waits for them.
+    // (Pillow-bicubic resampling where the size changes; on the CPU the normalisation too, which a CUDA
+    // tower does on its device: milliseconds per page) are prepared on the backend's worker thread, so the
+    // engine thread goes on stepping; the vision step waits for them.
     const hy::PreprocessConfig& pc = m_config.preprocess;
     if (req.image->empty() || req.image->rgb.size() != static_cast<size_t>(req.image->width) * req.image->height * 3)
         return request->fail("bad_image", req.imageName + ": image is empty or its buffer does not match its size");
@@ -323,7 +324,7 @@ void HunyuanBackend::add(RequestPtr request)
     seq->positions = std::move(layout->positionIds);
     seq->image = m_pixelWorker.submit([image = req.image, pc, output = m_vision.pixelOutput()] {
         const auto t0 = Clock::now();
-        auto pre = hy::preprocessImage(*image, pc, output);
+        auto pre = hy::preprocessImage(image, pc, output);
         if (!pre) throw std::runtime_error(pre.error().message);
         return std::make_pair(std::move(pre).value(), msSince(t0));
     });

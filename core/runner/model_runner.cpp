@@ -599,6 +599,7 @@ RunnerTuning ModelRunner::tuning() const
     t.singleSequence = !m_persistent                              ? RunnerTuning::kChain
                        : m_persistent->kind() == Kind::HeadParallel ? RunnerTuning::kHeadParallel
                                                                     : RunnerTuning::kPersistentKernel;
+    t.longContextFrom = m_persistent ? m_longContextFrom : -1;
     t.report = m_layoutReport;
     t.persistentReport = m_persistentReport;
     return t;
@@ -683,6 +684,7 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
     std::unique_ptr<gpu::PersistentDecoder> kept = keep ? std::move(*keep) : nullptr;
     m_persistent = std::move(kept);
     m_headParallel.reset();
+    m_longContextFrom = keep ? t.longContextFrom : -1;
     m_layoutReport = t.report;
     m_persistentReport = t.persistentReport;
     return true;
@@ -861,6 +863,44 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
     m_headParallel.reset();
     m_persistentReport = line;
     report.push_back(line);
+    m_longContextFrom = -1;
+    if (m_persistent) chooseLongContext(report);
+}
+
+void ModelRunner::chooseLongContext(std::vector<std::string>& report)
+{
+    // Past their prefetched context the single-sequence kernels read the rest of the keys one group at a time:
+    // 0.75 ms a step at 2100 keys against the chain's ~0.65 when this handover was made (docs/perf.md calls
+    // 151-154); since the prefetch fix, the quads and the balanced clusters the head-parallel kernels were the
+    // faster to 2076 keys (call 194: a page's 1000 tokens 34 ms sooner). So both are timed at longer contexts
+    // within the graphs' reach, and the chain's graph takes over past the last context the kernels won.
+    const std::int64_t prefetched = m_persistent->prefetchedContext();
+    const std::int64_t limit = std::min<std::int64_t>(graphMaxBlocks() * m_kv.blockSize(), m_kv.numSlots());
+    const at::Device device = m_decoder.device();
+    auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
+    std::string line = "single-sequence steps past the kernels' prefetch (" + std::to_string(prefetched) +
+                       " keys), kernel chain against the kernels, us:";
+    std::int64_t lastWon = prefetched;
+    bool measured = false, chainWon = false;
+    for (const std::int64_t context : {1536, 2048, 3072, 4096, 6144, 8192}) {
+        if (context <= prefetched || context > limit) continue;
+        const Metadata meta = tuningStep(1, context);
+        useGraphAttention(1);
+        const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
+        useEagerAttention();
+        const double kernelsUs = gpu::graphMicros(device, [&] { (void)runDecoder(*m_persistent, meta); }, 5);
+        line += " at " + std::to_string(context) + " " + us(chainUs) + " / " + us(kernelsUs) + ";";
+        measured = true;
+        if (chainUs < kernelsUs) {
+            chainWon = true;
+            break;
+        }
+        lastWon = context;
+    }
+    if (!measured) return;  // no context to measure in the pool or the graphs: from the prefetch, as before
+    m_longContextFrom = chainWon ? lastWon : 0;
+    report.push_back(line + (chainWon ? " the chain's graph past " + std::to_string(lastWon) + " keys"
+                                      : " the kernels throughout"));
 }
 
 // --- steps ---
@@ -1011,9 +1051,12 @@ int ModelRunner::captureGraphs()
         // 2100 keys against the chain's ~0.65, docs/perf.md calls 151-154): long single-sequence contexts
         // (a dense page's long output) replay the chain's graph instead, captured on the same inputs.
         // LECTOR_LONG_CONTEXT_GRAPH=0 keeps the head-parallel graph at every context (for comparison).
-        if (b == 1 && persistent && m_persistent->prefetchedContext() < maxBlocks * bs && !envOff("LECTOR_LONG_CONTEXT_GRAPH")) {
+        // (From where chooseLongContext() measured the chain to be faster, or else the kernels' prefetch.)
+        const std::int64_t longFrom =
+            !persistent ? 0 : m_longContextFrom >= 0 ? m_longContextFrom : m_persistent->prefetchedContext();
+        if (b == 1 && longFrom > 0 && longFrom < maxBlocks * bs && !envOff("LECTOR_LONG_CONTEXT_GRAPH")) {
             m_longContextGraph = captured(false, 1);
-            m_longContextFrom = m_persistent->prefetchedContext();
+            m_longContextFrom = longFrom;
         }
         // Several steps of one sequence a replay (the chain's for the contexts m_longContextGraph serves),
         // each replayed once with the dummy now: the load's warm-up pages are too short to take these

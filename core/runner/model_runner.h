@@ -214,6 +214,7 @@ private:
     at::Tensor runPersistent(const Metadata& meta) const;
     at::Tensor runDecoder(const gpu::PersistentDecoder& decoder, const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
+    void chooseLongContext(std::vector<std::string>& report);  // part of choosePersistent()
     void chooseChainRoutes(std::vector<std::string>& report);  // part of tuneLayouts()
     // Part of tuneLayouts(): the row counts at which the LM head takes the warp-group engine.
     void chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tensor* transposed, int skinnyUpTo,
@@ -271,7 +272,9 @@ private:
     // The kernel chain's graph of one sequence, where m_persistent's graph slows past its prefetched
     // context (the head-parallel kernels): runGraph() takes it for longer contexts. Same inputs as graph 1.
     std::unique_ptr<DecodeGraph> m_longContextGraph;
-    std::int64_t m_longContextFrom = 0;  // contexts (keys, the new one included) above this take it
+    // Contexts (keys, the new one included) above this take it. Before the graphs are captured: what
+    // chooseLongContext() measured (0: the kernels throughout) or -1 (not measured: from the kernels' prefetch).
+    std::int64_t m_longContextFrom = -1;
     // Graph 1's step options.decodeGraphSteps times over (m_persistent's decoder, the sampler advancing
     // the inputs), same inputs; the steps' tokens land in m_stepTokens [steps] int64. The same of the
     // chain's step for the contexts m_longContextGraph serves.

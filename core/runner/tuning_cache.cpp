@@ -15,7 +15,7 @@ namespace lector::runner {
 
 namespace {
 
-constexpr int kFormat = 1;  // bump when the fields change meaning
+constexpr int kFormat = 2;  // bump when the fields change meaning
 
 // FNV-1a, 64 bits: a stable name for the key (std::hash may differ between builds of the standard library).
 std::string hashHex(const std::string& text)
@@ -75,6 +75,7 @@ Result<RunnerTuning> readTuning(const std::filesystem::path& file, const std::st
             t.chainRoutes[b] = r;
         }
         t.singleSequence = j.at("single_sequence").get<int>();
+        t.longContextFrom = j.at("long_context_from").get<long long>();
         t.report = j.at("report").get<std::vector<std::string>>();
         t.persistentReport = j.at("persistent_report").get<std::string>();
         return t;
@@ -96,6 +97,7 @@ Result<void> writeTuning(const std::filesystem::path& file, const std::string& k
                               {"lm_head_warp_group", t.lmHeadWarpGroup},
                               {"chain_routes", routes},
                               {"single_sequence", t.singleSequence},
+                              {"long_context_from", t.longContextFrom},
                               {"report", t.report},
                               {"persistent_report", t.persistentReport}};
     std::error_code ec;

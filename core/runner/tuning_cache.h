@@ -26,6 +26,9 @@ struct RunnerTuning {
     unsigned lmHeadWarpGroup = 0;                       // ModelRunner's bit set of LM head row counts
     std::map<int, std::array<int, 4>> chainRoutes;      // graph size -> route of qkv, o, gate/up, down
     int singleSequence = kChain;                        // what decodes a single sequence
+    // Single-sequence contexts (keys) above this replay the kernel chain's graph instead of singleSequence's
+    // kernels; 0: never; -1: not measured (from the kernels' prefetched context, ModelRunner::chooseLongContext).
+    long long longContextFrom = -1;
     std::vector<std::string> report;                    // tuneLayouts()' lines, for the log
     std::string persistentReport;
 

@@ -158,20 +158,6 @@ __device__ __forceinline__ const T* cacheRow(const T* cache, const PersistentDec
     return cache + cacheOffset(block, t, head);
 }
 
-// Where each kernel lets the next one launch (griddepcontrol.launch_dependents): for experiments in benchmark
-// builds (bench_hp_attn_trigger1/2, bench_hp_mlp_trigger1; docs/perf.md, call 193: the attention's own
-// work takes ~2.6 us a layer longer beside the MLP CTAs loading their rows). The attention kernel: 0 before
-// its wait (layer 0: just after it), 1 after every warp's keys, 2 after the partials' exchange. The MLP kernel:
-// 0 before its wait, 1 after the gate/up rows.
-#ifndef LECTOR_HP_ATTN_TRIGGER
-#define LECTOR_HP_ATTN_TRIGGER 0
-#endif
-#ifndef LECTOR_HP_MLP_TRIGGER
-#define LECTOR_HP_MLP_TRIGGER 0
-#endif
-constexpr int kAttnTrigger = LECTOR_HP_ATTN_TRIGGER, kMlpTrigger = LECTOR_HP_MLP_TRIGGER;
-static_assert(kAttnTrigger >= 0 && kAttnTrigger <= 2 && kMlpTrigger >= 0 && kMlpTrigger <= 1);
-
 // Benchmarks' trace (the header): thread 0's stamp of `mark`; nothing unless built with LECTOR_HP_TRACE.
 #ifdef LECTOR_HP_TRACE
 constexpr bool kTrace = true;
@@ -305,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (!kFirst)
         if (tid < kHalfDim) storeRotation(rotationOf(positionOf()));
     clusterArriveRelaxed();
-    if constexpr (!kFirst && kAttnTrigger == 0) allowDependentLaunch();
+    if constexpr (!kFirst) allowDependentLaunch();
     gridDependencyWait();
     // kFirst: the step's inputs loaded now and used after the norm below (which itself waits for the token's
     // embedding row), so that their round trips overlap it.
@@ -313,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     int64_t position = 0;
     float2 rotation = make_float2(0.0f, 0.0f);
     if constexpr (kFirst) {
-        if constexpr (kAttnTrigger == 0) allowDependentLaunch();
+        allowDependentLaunch();
         contextLen = *p.contextLen;
         newSlot = *p.slot;
         if (tid < kHalfDim) position = positionOf();
@@ -534,7 +520,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     traceMark(p, layer, 0, kHpAttnWarp0Keys);
     __syncthreads();
     traceMark(p, layer, 0, kHpAttnKeys);
-    if constexpr (kAttnTrigger == 1) allowDependentLaunch();
     {  // the CTA's partial (thread t: output t, head t / 128), pushed into every CTA of the cluster
         const int g = tid / kHpHeadDim;
         float top = -INFINITY;
@@ -562,7 +547,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     clusterArriveRelease();
     clusterWaitAcquire();
     traceMark(p, layer, 0, kHpAttnExchanged);
-    if constexpr (kAttnTrigger == 2) allowDependentLaunch();
     {  // merge the 16 partitions (the new key's makes the max finite), rounded as the attention's output
         const int g = tid / kHpHeadDim;
         float top = -INFINITY;
@@ -631,7 +615,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     float normW[4];
     loadWeight4(tensorOf<T>(p, layer, kPlPostNorm), normW);
     clusterArriveRelaxed();
-    if constexpr (kMlpTrigger == 0) allowDependentLaunch();
+    allowDependentLaunch();
     gridDependencyWait();
     traceMark(p, layer, 1, kHpMlpWaited);
 
@@ -656,7 +640,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
     traceMark(p, layer, 1, kHpMlpGateUp);
-    if constexpr (kMlpTrigger == 1) allowDependentLaunch();
     clusterWaitAcquire();
     if (tid < kInterCta) {
         const float g = sm.rowOut[tid], u = sm.rowOut[kInterCta + tid];

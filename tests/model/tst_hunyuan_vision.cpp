@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "core/image/decode.h"
 #include "core/model/hunyuan/config.h"
@@ -122,6 +123,15 @@ void checkImage(const std::string& name, const lector::Image& input)
         LECTOR_CHECK_MSG(diff <= tolerance, name << ": " << dtype << " pixel values differ by " << diff);
     }
 
+    // A CUDA engine's worker leaves the resized bytes alone (PixelOutput::bytes) and the tower patchifies
+    // them (gpu::patchify; its CPU reference on this float32 CPU encoder): the same values to the bit.
+    auto bytes = hy::preprocessImage(std::make_shared<const lector::Image>(input), m.config.preprocess, {at::kFloat, true});
+    LECTOR_CHECK_MSG(bytes.ok(), bytes.error().message);
+    LECTOR_CHECK(!bytes->pixelValues.defined() && bytes->gridH == pre->gridH && bytes->gridW == pre->gridW);
+    LECTOR_CHECK_MSG(at::equal(bytes->rgb, refRgb.to(at::kByte)), name << ": the bytes left for the tower are not Pillow's");
+    LECTOR_CHECK_MSG(at::equal(m.encoder.patchPixels(*bytes), pre->pixelValues),
+                     name << ": the tower's patches of the bytes differ from the host's pixel values");
+
     c10::InferenceMode guard;
     const auto emb = m.encoder.embed(pre->pixelValues, pre->gridH, pre->gridW);
     checkClose("vision_embeddings", emb, g->tensor("vision_embeddings"));
@@ -143,6 +153,11 @@ LECTOR_TEST(receiptMatchesReference)
     const auto g = golden("receipt_zh");
     checkImage("receipt_zh", imageFromTensor(g->tensor("resized_rgb")));
     LECTOR_CHECK_EQ(g->tensor("image_embeds").size(0), int64_t{317});  // (30/2)*(40/2+1)+2
+    // No resizing: the bytes left for the tower are the shared image's own buffer, not a copy.
+    const auto image = std::make_shared<const lector::Image>(imageFromTensor(g->tensor("resized_rgb")));
+    auto bytes = hy::preprocessImage(image, model().config.preprocess, {at::kHalf, true});
+    LECTOR_CHECK_MSG(bytes.ok(), bytes.error().message);
+    LECTOR_CHECK(bytes->rgb.data_ptr() == static_cast<const void*>(image->rgb.data()));
 }
 
 // doc_en.png is 800x360 and is resized to 800x352 with Pillow bicubic.
@@ -207,6 +222,13 @@ LECTOR_TEST(cudaMatchesReference)
     const auto out = enc->encode(*pre);
     LECTOR_CHECK(out.is_cuda());
     checkClose("image_embeds (cuda f32)", out.cpu(), g->tensor("image_embeds"));
+    // The engine's way on CUDA: the bytes patchified on the device (gpu::patchify), equal to the host's.
+    LECTOR_CHECK(enc->pixelOutput().bytes);
+    auto bytes = hy::preprocessImage(imageFromTensor(g->tensor("resized_rgb")), model().config.preprocess, enc->pixelOutput());
+    LECTOR_CHECK(bytes.ok() && bytes->rgb.defined());
+    LECTOR_CHECK(at::equal(enc->patchPixels(*bytes).cpu(), pre->pixelValues));
+    checkClose("image_embeds (cuda f32, bytes patchified on the device)", enc->encode(*bytes).cpu(),
+               g->tensor("image_embeds"));
     auto encBf16 = hy::VisionEncoder::load(*ws, model().config, at::kBFloat16, at::Device(at::kCUDA));
     LECTOR_CHECK(encBf16.ok());
     checkClose("image_embeds (cuda bf16)", encBf16->encode(*pre).cpu(), g->tensor("image_embeds"), 3e-2);

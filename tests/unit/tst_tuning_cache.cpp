@@ -25,6 +25,7 @@ RunnerTuning sample()
     t.chainRoutes[4] = {3, 1, 3, 1};
     t.chainRoutes[32] = {0, 3, 0, 4};
     t.singleSequence = RunnerTuning::kHeadParallel;
+    t.longContextFrom = 3072;
     t.report = {"qkv: us at 1 / 8 / 32 rows ...", "decode step of 32 sequences: qkv library, ..."};
     t.persistentReport = "single-sequence steps at context 1076: ... (head-parallel decode kernels taken)";
     return t;
@@ -58,6 +59,7 @@ LECTOR_TEST(aKeptTuningComesBackUnderItsOwnKeyOnly)
     RunnerTuning t = sample();
     t.chainRoutes.erase(4);
     t.singleSequence = RunnerTuning::kChain;
+    t.longContextFrom = -1;
     LECTOR_CHECK(runner::writeTuning(file, key, t).ok());
     LECTOR_CHECK(*runner::readTuning(file, key) == t);
     int entries = 0;
@@ -77,6 +79,8 @@ LECTOR_TEST(aDamagedTuningFileIsRefusedNamingIt)
         {"truncated", good.substr(0, good.size() / 2)},
         {"not json", "tuning: yes\n"},
         {"a field missing", std::string(good).replace(good.find("\"single_sequence\""), 17, "\"single_sequenceX\"")},
+        {"the long-context handover missing",
+         std::string(good).replace(good.find("\"long_context_from\""), 19, "\"long_context_fromX\"")},
         {"an array too short", std::string(good).replace(good.find("\"transposed\""), 12, "\"transposed\": [true], \"x\"")},
     };
     for (const auto& [what, text] : damaged) {

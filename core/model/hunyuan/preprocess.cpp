@@ -130,11 +130,56 @@ PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config,
     return out;
 }
 
+namespace {
+
+// The bytes of `image` as a [height, width, 3] uint8 tensor that keeps the image alive.
+at::Tensor bytesOf(std::shared_ptr<const Image> image)
+{
+    auto* data = const_cast<std::uint8_t*>(image->rgb.data());  // never written through: the tower only reads
+    const int64_t height = image->height, width = image->width;
+    return at::from_blob(data, {height, width, 3}, [keep = std::move(image)](void*) mutable { keep.reset(); },
+                         at::TensorOptions().dtype(at::kByte));
+}
+
+PreprocessedImage bytesOnly(std::shared_ptr<const Image> resized, int originalWidth, int originalHeight, int patch)
+{
+    PreprocessedImage out;
+    out.gridH = resized->height / patch;
+    out.gridW = resized->width / patch;
+    out.resizedWidth = resized->width;
+    out.resizedHeight = resized->height;
+    out.originalWidth = originalWidth;
+    out.originalHeight = originalHeight;
+    out.rgb = bytesOf(std::move(resized));
+    return out;
+}
+
+}  // namespace
+
 Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config, PixelOutput output)
 {
     auto resized = resizeForModel(image, config);
     if (!resized) return resized.error();
+    if (output.bytes)
+        return bytesOnly(std::make_shared<const Image>(std::move(resized).value()), image.width, image.height,
+                         config.patchSize);
     return patchify(*resized, config, image.width, image.height, output);
+}
+
+Result<PreprocessedImage> preprocessImage(std::shared_ptr<const Image> image, const PreprocessConfig& config,
+                                          PixelOutput output)
+{
+    if (!image) return makeError("bad_image", "no image");
+    if (!output.bytes) return preprocessImage(*image, config, output);
+    if (image->empty() || image->rgb.size() != static_cast<size_t>(image->width) * image->height * 3)
+        return makeError("bad_image", "image is empty or its buffer does not match its size");
+    auto size = smartResize(image->height, image->width, config.factor(), config.minPixels, config.maxPixels);
+    if (!size) return size.error();
+    const int width = image->width, height = image->height;
+    if (size->width == width && size->height == height)
+        return bytesOnly(std::move(image), width, height, config.patchSize);
+    return bytesOnly(std::make_shared<const Image>(image::resizeBicubicPillow(*image, size->width, size->height)), width,
+                     height, config.patchSize);
 }
 
 }  // namespace lector::model::hunyuan

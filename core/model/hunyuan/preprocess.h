@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "core/common/image.h"
 #include "core/common/result.h"
@@ -24,20 +25,24 @@ struct SmartSize {
 // Errors: "bad_image" when a side is not positive or the aspect ratio exceeds 200.
 Result<SmartSize> smartResize(int height, int width, int factor, int64_t minPixels, int64_t maxPixels);
 
-// The element type of PreprocessedImage::pixelValues: float32 by default; a CUDA model's engine asks for
-// its own dtype (VisionEncoder::pixelOutput()): pages prepared ahead of the tower then hold half the
-// memory (6.3 instead of 12.6 MB for a 1024x1024 page; a burst of 256 pages queues them all), and the
-// engine thread copies them to the device without converting. Values are the float32 ones rounded to
-// the dtype (to nearest even), as a conversion after the fact gives. (Not pinned memory: pages prepared
-// ahead would hold page-locked memory, which libtorch's host cache never gives back.)
+// What preprocessImage() leaves for the tower. By default normalised patches (pixelValues) of `dtype`:
+// float32, or a model's own dtype, the float32 values rounded to it (to nearest even) as a conversion
+// after the fact gives. With `bytes` (a CUDA model's engine, VisionEncoder::pixelOutput()) only the resized
+// RGB bytes (PreprocessedImage::rgb), which the tower normalises and patchifies on its device
+// (gpu::patchify, the same float operations): 3 bytes a pixel to copy instead of 6 in float16, no pass
+// over the page on a host core, and a page that needs no resizing is not copied at all (the bytes are a
+// view of the caller's image). (Never pinned memory: pages prepared ahead would hold page-locked memory,
+// which libtorch's host cache never gives back.)
 struct PixelOutput {
-    at::ScalarType dtype = at::kFloat;  // kFloat, kHalf or kBFloat16
+    at::ScalarType dtype = at::kFloat;  // kFloat, kHalf or kBFloat16 (pixelValues)
+    bool bytes = false;                 // rgb instead of pixelValues
 };
 
 // The vision encoder's input for one image.
 struct PreprocessedImage {
     at::Tensor pixelValues;  // [gridH * gridW, 3 * patch * patch] CPU, PixelOutput's dtype (float32 by
                              // default); row-major patches, each channel-major (c * patch^2 + y * patch + x)
+    at::Tensor rgb;          // instead, with PixelOutput::bytes: [resizedHeight, resizedWidth, 3] uint8 CPU
     int gridH = 0;           // patches per column (resizedHeight / patch)
     int gridW = 0;           // patches per row
     int resizedWidth = 0;
@@ -63,7 +68,12 @@ Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
 PreprocessedImage patchify(const Image& resized, const PreprocessConfig& config, int originalWidth,
                            int originalHeight, PixelOutput output = {});
 
-// resizeForModel + patchify. Errors: "bad_image" (empty image, aspect ratio > 200).
+// resizeForModel + patchify (with PixelOutput::bytes, resizeForModel alone). Errors: "bad_image" (empty
+// image, aspect ratio > 200).
 Result<PreprocessedImage> preprocessImage(const Image& image, const PreprocessConfig& config, PixelOutput output = {});
+// The same for a shared image: with PixelOutput::bytes and no resizing needed, PreprocessedImage::rgb views
+// the image's buffer (and keeps the image alive) instead of copying it.
+Result<PreprocessedImage> preprocessImage(std::shared_ptr<const Image> image, const PreprocessConfig& config,
+                                          PixelOutput output = {});
 
 }  // namespace lector::model::hunyuan

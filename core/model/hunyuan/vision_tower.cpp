@@ -81,6 +81,7 @@ Result<VisionEncoder> VisionEncoder::load(const WeightStore& weights, const Huny
     VisionEncoder enc;
     enc.m_ownAttention = envValue("LECTOR_VISION_ATTENTION") != "sdpa";
     enc.m_config = vc;
+    enc.m_normalisation = config.preprocess;
     enc.m_dtype = dtype;
     enc.m_device = device;
     const int64_t c = vc.hiddenSize, p = vc.patchSize, ch = vc.numChannels, inter = vc.intermediateSize;
@@ -171,7 +172,32 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
 PixelOutput VisionEncoder::pixelOutput() const
 {
     if (!m_device.is_cuda()) return {};
-    return {m_dtype};
+    return {m_dtype, /*bytes=*/gpu::kernelsBuiltIn()};
+}
+
+at::Tensor VisionEncoder::patchPixels(const PreprocessedImage& image) const
+{
+    if (image.pixelValues.defined()) return image.pixelValues;
+    if (!image.rgb.defined())
+        throw std::invalid_argument("VisionEncoder: the image has neither pixel values nor bytes");
+    const int p = m_config.patchSize;
+    if (image.rgb.dim() != 3 || image.rgb.size(0) != int64_t{image.gridH} * p || image.rgb.size(1) != int64_t{image.gridW} * p)
+        throw std::invalid_argument("VisionEncoder: image bytes do not match grid " + std::to_string(image.gridH) + "x" +
+                                    std::to_string(image.gridW));
+    // The bytes staged in pinned memory and copied asynchronously (see embed()), then normalised and cut
+    // into patches where the tower runs: the CUDA kernel, or its CPU reference on the CPU.
+    at::Tensor rgb = image.rgb.contiguous();
+    if (rgb.is_cpu() && m_device.is_cuda()) {
+        at::Tensor staged = at::empty(rgb.sizes(), at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+        staged.copy_(rgb);
+        rgb = staged.to(m_device, /*non_blocking=*/true);
+    }
+    rgb = rgb.to(m_device);
+    const at::Tensor out = at::empty({image.numPatches(), 3 * int64_t{p} * p}, rgb.options().dtype(m_dtype));
+    const PreprocessConfig& n = m_normalisation;
+    const float mean[3] = {n.mean[0], n.mean[1], n.mean[2]}, std[3] = {n.std[0], n.std[1], n.std[2]};
+    gpu::patchify(out, rgb, p, mean, std);
+    return out;
 }
 
 at::Tensor VisionEncoder::positionEmbedding(int gridH, int gridW) const
@@ -300,7 +326,7 @@ std::vector<at::Tensor> VisionEncoder::encodeBatch(const std::vector<const Prepr
         if (image->gridH <= 0 || image->gridW <= 0 || image->gridH % m != 0 || image->gridW % m != 0)
             throw std::invalid_argument("VisionEncoder: grid " + std::to_string(image->gridH) + "x" +
                                         std::to_string(image->gridW) + " is not a positive multiple of the merge size");
-        embeds.push_back(embed(image->pixelValues, image->gridH, image->gridW));
+        embeds.push_back(embed(patchPixels(*image), image->gridH, image->gridW));
         lengths.push_back(image->numPatches());
     }
     if (images.empty()) return {};

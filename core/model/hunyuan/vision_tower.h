@@ -44,9 +44,14 @@ public:
     // Several images at once, one output per image as encode() gives it. The token-wise work (norms,
     // matmuls, GELU) runs once over all patches; attention stays inside each image.
     std::vector<at::Tensor> encodeBatch(const std::vector<const PreprocessedImage*>& images) const;
-    // The pixel values this encoder takes without a conversion on the calling thread (preprocessImage's
-    // output option): on CUDA its dtype, elsewhere float32. Thread-safe.
+    // What preprocessImage() should leave for this encoder (its output option): on CUDA the bytes alone
+    // (normalised and patchified on the device; the model's dtype where this build has no CUDA kernels),
+    // elsewhere float32 pixel values. Thread-safe.
     PixelOutput pixelOutput() const;
+    // The image's pixel values [N, 3*p*p]: its pixelValues, or its bytes normalised and patchified on the
+    // model's device in the model's dtype (gpu::patchify). Throws std::invalid_argument when it has neither
+    // or they do not match its grid.
+    at::Tensor patchPixels(const PreprocessedImage& image) const;
 
     // --- stages (for tests and benchmarks) ---
     // pixelValues [N, 3*p*p] (any device/dtype) -> patch embedding + position embedding [N, hidden].
@@ -102,6 +107,7 @@ private:
     at::Tensor attendEqualImages(const at::Tensor& qkvRows, int64_t count, int64_t n) const;
 
     VisionConfig m_config;
+    PreprocessConfig m_normalisation;  // mean and std of patchPixels()
     at::ScalarType m_dtype = at::kFloat;
     at::Device m_device = at::kCPU;
     int64_t m_scoreBudget = int64_t{32} << 20;
