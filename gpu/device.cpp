@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #ifdef LECTOR_TORCH_HAS_CUDA
+#include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -61,6 +64,31 @@ void StreamEvent::record(const c10::Device& device)
 void StreamEvent::synchronize()
 {
     if (m_impl->recorded) m_impl->event.synchronize();
+}
+
+bool StreamEvent::ready() const { return !m_impl->recorded || m_impl->event.query(); }
+
+struct SideStream::Impl {
+    std::optional<c10::cuda::CUDAStream> stream;  // none on the CPU
+};
+
+SideStream::SideStream(const c10::Device& device) : m_impl(std::make_unique<Impl>())
+{
+    if (device.is_cuda()) m_impl->stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+}
+
+void SideStream::run(const std::function<void()>& body)
+{
+    if (!m_impl->stream) return body();
+    const c10::cuda::CUDAStreamGuard guard(*m_impl->stream);
+    body();
+}
+
+void SideStream::handOver(const at::Tensor& t) const
+{
+    if (!m_impl->stream || !t.defined() || !t.is_cuda()) return;
+    c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(),
+                                                  c10::cuda::getCurrentCUDAStream(t.device().index()));
 }
 
 struct CudaGraph::Impl {
@@ -147,6 +175,12 @@ std::string deviceFingerprint(const c10::Device& device) { return device.is_cuda
 struct StreamEvent::Impl {};
 void StreamEvent::record(const c10::Device&) {}
 void StreamEvent::synchronize() {}
+bool StreamEvent::ready() const { return true; }
+
+struct SideStream::Impl {};
+SideStream::SideStream(const c10::Device&) : m_impl(std::make_unique<Impl>()) {}
+void SideStream::run(const std::function<void()>& body) { body(); }
+void SideStream::handOver(const at::Tensor&) const {}
 
 struct CudaGraph::Impl {};
 CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}
@@ -169,6 +203,8 @@ double replayMicros(const c10::Device& device, CudaGraph&, int)
 }
 
 #endif
+
+SideStream::~SideStream() = default;
 
 StreamEvent::StreamEvent() : m_impl(std::make_unique<Impl>()) {}
 StreamEvent::~StreamEvent() = default;

@@ -3,7 +3,8 @@
 // step at one batch size) replayed with a single launch. Both need a CUDA build of libtorch; elsewhere
 // cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
 // StreamEvent marks a point in the current stream's work so the host can wait for that work alone (the
-// engine reads a step's sampled tokens while the next step already runs).
+// engine reads a step's sampled tokens while the next step already runs). SideStream is a stream of its
+// own for work that may run beside the current stream's (the vision tower beside decode steps).
 // CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
 // memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
 #pragma once
@@ -14,6 +15,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+namespace at {
+class Tensor;
+}
 
 namespace lector::gpu {
 
@@ -54,6 +59,31 @@ public:
     void record(const c10::Device& device);
     // Blocks the host until the marked work has run (returns at once if nothing was recorded).
     void synchronize();
+    // Whether the marked work has run (true if nothing was recorded), without waiting.
+    bool ready() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// A CUDA stream from libtorch's pool on `device`, for work that needs nothing queued on the device's current
+// stream and may run beside it. On the CPU (or without a CUDA libtorch) run() just calls body: synchronous.
+class SideStream {
+public:
+    explicit SideStream(const c10::Device& device);
+    ~SideStream();
+    SideStream(const SideStream&) = delete;
+    SideStream& operator=(const SideStream&) = delete;
+
+    // Calls body with this stream as its device's current stream (the caller's restored after, also when
+    // body throws). A StreamEvent recorded inside marks this stream's work.
+    void run(const std::function<void()>& body);
+    // `t`, made by work on this stream, is read from now on by work on the device's current stream: the
+    // caching allocator is told, so that once `t` is freed its memory goes to this stream's work only after
+    // the current stream's work queued by then has run. Call it after this stream's work that makes `t`
+    // has run (StreamEvent::ready) and before the current stream's work that reads it is queued.
+    void handOver(const at::Tensor& t) const;
 
 private:
     struct Impl;

@@ -28,7 +28,8 @@
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption); the first page after loading (a fresh
 #     process); in full runs also 256 pages at the step budgets of 2048 and 8192 tokens and 8 and 16
-#     images a step, in turn, twice.
+#     images a step, in turn, twice; one request, 64 and 256 pages with the vision tower on a stream of
+#     its own (LECTOR_VISION_STREAM=1), and texts both ways.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
@@ -190,8 +191,11 @@ request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
 request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
-# is taken from every kernel's L2); in full runs also a 64-page burst that way (the tower's products with less L2).
-request_with "greedy screen, 40 MB in the L2" LECTOR_SCREEN_L2_MB=40
+# is taken from every kernel's L2; 1.4-4.7 ms a request slower in calls 191-196, so full runs only); in full runs
+# also a 64-page burst that way (the tower's products with less L2).
+full_run && request_with "greedy screen, 40 MB in the L2" LECTOR_SCREEN_L2_MB=40
+# The vision tower on a stream of its own (below): for one page alone it should cost nothing.
+request_with "vision on its own stream" LECTOR_VISION_STREAM=1
 for s in 0 1; do
   LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
   LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
@@ -275,9 +279,28 @@ timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json 
 [ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256.json" 2>&1
 full_run && LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_sdpa.json" 2>&1
 full_run && LECTOR_SCREEN_L2_MB=40 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_l2.json" 2>&1
+# The vision tower on a stream of its own (LECTOR_VISION_STREAM=1; off by default until measured): its work
+# beside the decode steps instead of between them. 64 and 256 pages that way; below, one page's text both ways
+# (alone: the same kernels, so the same text) and how many of 8 pages at once keep theirs (batches form at
+# other steps that way, and a batch's kernels round differently: a near-tie of the random model may part).
+LECTOR_VISION_STREAM=1 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream.json" 2>&1
+[ -n "${QUICK:-}" ] || LECTOR_VISION_STREAM=1 timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256_vstream.json" 2>&1
+for s in 0 1; do
+  LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/vstream_one_$s.jsonl" 2>&1
+  # shellcheck disable=SC2046
+  LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize $(ls /tmp/pages64/* | head -8) $H --format jsonl > "$W/vstream_eight_$s.jsonl" 2>&1
+done
+same_page "vision on its own stream, one page" "$W/vstream_one_0.jsonl" "$W/vstream_one_1.jsonl" | tee -a "$W/latency.txt"
+python3 - "$W/vstream_eight_0.jsonl" "$W/vstream_eight_1.jsonl" <<'PY' | tee -a "$W/latency.txt"
+import json, os, sys
+rows = [{os.path.basename(r.get("image", "")): r.get("text") for r in (json.loads(l) for l in open(f) if l.strip().startswith("{"))}
+        for f in sys.argv[1:]]
+same = sum(1 for k, v in rows[0].items() if v is not None and rows[1].get(k) == v)
+print("vision on its own stream, 8 pages at once: %d of %d / %d pages the same text" % (same, len(rows[0]), len(rows[1])))
+PY
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2"):
+for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2", "thr64_vstream", "thr256_vstream"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:

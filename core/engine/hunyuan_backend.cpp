@@ -122,6 +122,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
     auto vision = hy::VisionEncoder::load(*weights, backend->m_config, dtype, device);
     if (!vision.ok()) return vision.error();
     backend->m_vision = std::move(vision).value();
+    if (envValue("LECTOR_VISION_STREAM") == "1") backend->m_visionStream = std::make_unique<gpu::SideStream>(device);
     auto decoder = hy::TextDecoder::load(*weights, backend->m_config.text, dtype, device);
     if (!decoder.ok()) return decoder.error();
     backend->m_decoder = std::make_unique<hy::TextDecoder>(std::move(decoder).value());
@@ -381,7 +382,13 @@ void HunyuanBackend::step()
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
+    collectVision(/*wait=*/false);
     StepPlan plan = m_scheduler->schedule();
+    // Nothing to run but the tower's work on its stream: wait for it rather than spin.
+    if (plan.empty() && !m_inflight && !m_visionInFlight.empty()) {
+        collectVision(/*wait=*/true);
+        plan = m_scheduler->schedule();
+    }
     const bool prompts = std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const StepChunk& c) { return !c.isDecode; });
     const StepCharge charge(!plan.vision.empty() ? &m_visionSteps
                             : prompts            ? &m_prefillSteps
@@ -416,8 +423,7 @@ void HunyuanBackend::step()
     for (SeqId id : plan.outOfMemory)
         if (m_seqs.count(id)) finishSequence(id);
 
-    if (!plan.vision.empty()) runVision(plan.vision);
-    m_scheduler->visionDone(plan.vision);
+    if (!plan.vision.empty()) m_scheduler->visionDone(runVision(plan.vision));
     std::vector<SeqOutcome> outcomes;
     if (!plan.chunks.empty()) {
         auto launched = std::make_unique<Launched>(launchChunks(plan.chunks, nullptr));
@@ -494,7 +500,7 @@ std::optional<HunyuanBackend::Launched> HunyuanBackend::launchSteps(const StepCh
     return out;
 }
 
-void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
+std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
 {
     // The step's images go through the tower together (attention stays per image), in groups of at most
     // kVisionPatchesPerCall patches so the activations stay bounded (a 2048x2048 page has 16384).
@@ -502,27 +508,42 @@ void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
     std::vector<Sequence*> group;
     std::vector<hy::PreprocessedImage> pixels;
     std::int64_t patches = 0;
+    const auto started = Clock::now();
+    std::vector<SeqId> ready, queued;
     auto flush = [&] {
         if (group.empty()) return;
         const auto t0 = Clock::now();
         std::vector<const hy::PreprocessedImage*> inputs;
         for (const auto& p : pixels) inputs.push_back(&p);
-        const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
-        for (size_t i = 0; i < group.size(); ++i) {
-            auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
-            if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
-            group[i]->promptEmbeds = std::move(embeds).value();
+        auto encode = [&] {
+            const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
+            for (size_t i = 0; i < group.size(); ++i) {
+                auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
+                if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
+                group[i]->promptEmbeds = std::move(embeds).value();
+            }
+        };
+        if (m_visionStream) {
+            m_visionStream->run(encode);  // queued: collectVision() times it when it has run
+        } else {
+            encode();
+            const double ms = msSince(t0);  // every image of the group is ready when the group is
+            for (Sequence* seq : group) seq->visionMs = ms;
         }
-        const double ms = msSince(t0);  // every image of the group is ready when the group is
-        for (Sequence* seq : group) seq->visionMs = ms;
         group.clear();
         pixels.clear();
         patches = 0;
     };
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
+        // Asked again after a preemption while the tower's stream still makes its embeddings: ready when those are.
+        if (m_visionPending.count(id)) continue;
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
-        if (seq.promptEmbeds.defined()) continue;
+        if (seq.promptEmbeds.defined()) {
+            ready.push_back(id);
+            continue;
+        }
+        (m_visionStream ? queued : ready).push_back(id);
         auto [pre, preprocessMs] = seq.image.get();  // rethrows a failure of the preparation
         seq.preprocessMs = preprocessMs;
         if (patches > 0 && patches + pre.numPatches() > kVisionPatchesPerCall) flush();
@@ -531,6 +552,40 @@ void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
         group.push_back(&seq);
     }
     flush();
+    if (!queued.empty()) {
+        VisionBatch batch;
+        batch.ids = queued;
+        batch.queued = started;
+        m_visionStream->run([&] { batch.done.record(m_vision.device()); });
+        m_visionPending.insert(queued.begin(), queued.end());
+        m_visionInFlight.push_back(std::move(batch));
+    }
+    return ready;
+}
+
+void HunyuanBackend::collectVision(bool wait)
+{
+    while (!m_visionInFlight.empty()) {
+        VisionBatch& batch = m_visionInFlight.front();
+        if (wait) {
+            batch.done.synchronize();
+            wait = false;
+        } else if (!batch.done.ready()) {
+            break;  // one stream: the later batches have not run either
+        }
+        const double ms = msSince(batch.queued);
+        std::vector<SeqId> ready;
+        for (SeqId id : batch.ids) {
+            m_visionPending.erase(id);
+            const auto it = m_seqs.find(id);
+            if (it == m_seqs.end()) continue;  // cancelled or failed meanwhile
+            m_visionStream->handOver(it->second->promptEmbeds);
+            it->second->visionMs = ms;
+            ready.push_back(id);
+        }
+        m_scheduler->visionDone(ready);
+        m_visionInFlight.pop_front();
+    }
 }
 
 namespace {

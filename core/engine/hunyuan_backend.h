@@ -10,8 +10,11 @@
 // Engine thread only (accepts() and info() from any thread).
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/common/worker.h"
 #include "core/doc/preset.h"
@@ -26,6 +29,7 @@
 #include "core/runner/device_sampler.h"
 #include "core/runner/model_runner.h"
 #include "core/runner/paged_kv.h"
+#include "gpu/device.h"
 
 namespace lector::engine {
 
@@ -43,7 +47,10 @@ public:
     // their step counts are forgotten. A failure is only logged: real requests then report their own.
     void warmUp() override;
     void add(RequestPtr request) override;
-    bool hasWork() const override { return m_scheduler->hasWork() || m_inflight != nullptr; }
+    bool hasWork() const override
+    {
+        return m_scheduler->hasWork() || m_inflight != nullptr || !m_visionInFlight.empty();
+    }
     void step() override;
     std::vector<RequestPtr> takeInFlight() override;
     void cancel(RequestId id) override;
@@ -54,7 +61,13 @@ private:
     struct Sequence;
     struct Launched;
     HunyuanBackend() = default;
-    void runVision(const std::vector<SeqId>& ids);
+    // The tower for these sequences (the step's plan.vision). Returns those whose prompt embeddings are
+    // ready for their prefill now: all of them, or, with the tower on its own stream, those that had them
+    // already (the rest are queued there and become ready in collectVision()).
+    std::vector<SeqId> runVision(const std::vector<SeqId>& ids);
+    // With the tower on its own stream: its batches that have run (oldest first; wait: blocks on the oldest
+    // first) are handed to the decoder's stream and their sequences marked ready for prefill.
+    void collectVision(bool wait);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
@@ -112,6 +125,17 @@ private:
     long long m_overlappedSteps = 0;
     StepTimes m_visionSteps, m_prefillSteps, m_decodeSteps;  // EngineStats' step times
     Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
+    // The vision tower on a stream of its own (LECTOR_VISION_STREAM=1 at load; null otherwise): its work
+    // runs beside the decode steps instead of between them, and its sequences are scheduled for prefill
+    // once it has run. On the CPU the stream is the caller's (the bookkeeping alone).
+    struct VisionBatch {
+        std::vector<SeqId> ids;
+        gpu::StreamEvent done;  // recorded on m_visionStream after the batch
+        std::chrono::steady_clock::time_point queued;
+    };
+    std::unique_ptr<gpu::SideStream> m_visionStream;
+    std::deque<VisionBatch> m_visionInFlight;
+    std::set<SeqId> m_visionPending;  // the ids of m_visionInFlight
 };
 
 }  // namespace lector::engine

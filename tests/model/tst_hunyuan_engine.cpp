@@ -119,12 +119,15 @@ std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep, con
 }
 
 // Six requests at once through the backend with the given decoder runner; each must give exactly what
-// the single-sequence reference gives for it.
-void checkBatchedAgainstReference(const std::string& runner)
+// the single-sequence reference gives for it. visionStream: the tower's work on a stream of its own
+// (LECTOR_VISION_STREAM=1), its sequences ready for prefill only in a later step.
+void checkBatchedAgainstReference(const std::string& runner, bool visionStream = false)
 {
     const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
     // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
+    if (visionStream) ::setenv("LECTOR_VISION_STREAM", "1", 1);
     auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner);
+    ::unsetenv("LECTOR_VISION_STREAM");
     Collected out;
     struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
     const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
@@ -209,6 +212,10 @@ LECTOR_TEST(warmUpAtLoadLeavesNothingBehind)
 // paged prefill + decode attention, device-side sampling with the repetition penalty) run through gpu/'s
 // CPU references: same batches, same preemptions, same tokens as the reference.
 LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
+
+// The same with the vision tower on a stream of its own (on the CPU the stream is the caller's, so this
+// checks the bookkeeping: pages marked ready for prefill a step after their tower ran, through preemptions).
+LECTOR_TEST(visionOnItsOwnStreamGivesTheSameTokens) { checkBatchedAgainstReference("fused", /*visionStream=*/true); }
 
 // With the fused runner a decode step is queued behind the previous one before that step's tokens reach
 // the host (its input ids come from the device). Two requests of exactly 12 and 7 tokens (stop ids
