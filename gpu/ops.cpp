@@ -452,8 +452,8 @@ bool kernelsBuiltIn()
 
 // --- the vision tower's input ---
 
-void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const float (&mean)[3],
-              const float (&std)[3])
+void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const std::array<float, 3>& mean,
+              const std::array<float, 3>& std)
 {
     const char* op = "patchify";
     TORCH_CHECK(rgb.defined() && out.defined() && rgb.device() == out.device(), op,
@@ -473,7 +473,7 @@ void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const
     p.gridH = toInt(gridH, op, "gridH");
     p.gridW = toInt(gridW, op, "gridW");
     p.patch = toInt(patch, op, "patch");
-    for (int c = 0; c < 3; ++c) {
+    for (size_t c = 0; c < 3; ++c) {
         TORCH_CHECK(std[c] != 0.0f, op, ": std of channel ", c, " is 0");
         p.mean[c] = mean[c];
         p.std[c] = std[c];

@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,8 @@ bool kernelsBuiltIn();
 // to out's dtype, in patch x patch squares (gpu/kernels/patchify.cuh). rgb: [gridH * patch, gridW * patch,
 // 3] uint8, contiguous; out: [gridH * gridW, 3 * patch * patch], contiguous, float32, float16 or bfloat16,
 // on rgb's device.
-void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const float (&mean)[3],
-              const float (&std)[3]);
+void patchify(const at::Tensor& out, const at::Tensor& rgb, int64_t patch, const std::array<float, 3>& mean,
+              const std::array<float, 3>& std);
 
 // --- norms, rotary, activation ---
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
-# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and builds of
-# bench_persistent_decode's source with defines: bench_hp_trace, the head-parallel kernels' trace built in)
+# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and a build of
+# bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in)
 # here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
@@ -36,8 +36,7 @@ declare -A DEPS=(
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 # A bench built from another's source (its dependencies and libraries too) with a define. The sources that
 # name the define themselves get objects of their own (build-gpu-obj/<define>/); the others are shared.
-# (several defines separated by commas)
-# (Call 195's bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1 were builds like these; docs/perf.md.)
+# (Call 195's bench_hp_attn_trigger1/2 and bench_hp_mlp_trigger1 were builds like this; docs/perf.md.)
 declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode)
 declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE)
 BENCHES=("$@")
@@ -45,13 +44,8 @@ BENCHES=("$@")
 
 # objOf SOURCE [DEFINE]
 objOf() { echo "$OBJ/${2:+$2/}$(echo "$1" | tr '/' '_').o"; }
-# defineFor SOURCE DEFINES: those of the comma-separated DEFINES that SOURCE names (a define's name is what
-# comes before any "="), comma-separated, or nothing.
-defineFor() {
-  local d out=""
-  for d in ${2//,/ }; do grep -q "${d%%=*}" "$1" && out="${out:+$out,}$d"; done
-  echo "$out"
-}
+# defineFor SOURCE DEFINE: DEFINE where SOURCE names it (its name before any "="), else nothing.
+defineFor() { [ -n "$2" ] && grep -q "${2%%=*}" "$1" && echo "$2" || true; }
 # Any source whose object is missing or older than the source or a header under gpu/ or bench/gpu/.
 newestHeader=$(find gpu bench/gpu -name '*.h' -o -name '*.cuh' | xargs ls -t | head -1)
 declare -A SEEN=()
@@ -72,9 +66,7 @@ echo "compiling ${#TODO[@]} sources, two at a time"
 archOf() { case "$1" in gpu/kernels/vision_attention.cu|gpu/kernels/skinny_gemm_wg.cu) echo -arch=sm_90a ;; *) echo -arch=sm_90 ;; esac; }
 compile() {
   mkdir -p "$(dirname "$(objOf "$1" "${2:-}")")"
-  local defs=() d spec=${2:-}
-  for d in ${spec//,/ }; do defs+=("-D$d"); done
-  "$NVCC" "${FLAGS[@]}" "${defs[@]}" "$(archOf "$1")" -c "$1" -o "$(objOf "$1" "${2:-}")"
+  "$NVCC" "${FLAGS[@]}" ${2:+-D$2} "$(archOf "$1")" -c "$1" -o "$(objOf "$1" "${2:-}")"
 }
 running=0
 for item in "${TODO[@]}"; do

@@ -308,9 +308,7 @@ void HunyuanBackend::add(RequestPtr request)
     // tower does on its device: milliseconds per page) are prepared on the backend's worker thread, so the
     // engine thread goes on stepping; the vision step waits for them.
     const hy::PreprocessConfig& pc = m_config.preprocess;
-    if (req.image->empty() || req.image->rgb.size() != static_cast<size_t>(req.image->width) * req.image->height * 3)
-        return request->fail("bad_image", req.imageName + ": image is empty or its buffer does not match its size");
-    const auto size = hy::smartResize(req.image->height, req.image->width, pc.factor(), pc.minPixels, pc.maxPixels);
+    const auto size = hy::modelSize(*req.image, pc);
     if (!size) return request->fail(size.error().code, req.imageName + ": " + size.error().message);
     doc::PromptArgs args;
     args.fields = req.fieldNames;
@@ -534,10 +532,15 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
         pixels.clear();
         patches = 0;
     };
+    auto inFlight = [&](SeqId id) {
+        return std::any_of(m_visionInFlight.begin(), m_visionInFlight.end(), [&](const VisionBatch& b) {
+            return std::find(b.ids.begin(), b.ids.end(), id) != b.ids.end();
+        });
+    };
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
         // Asked again after a preemption while the tower's stream still makes its embeddings: ready when those are.
-        if (m_visionPending.count(id)) continue;
+        if (inFlight(id)) continue;
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
         if (seq.promptEmbeds.defined()) {
             ready.push_back(id);
@@ -554,10 +557,9 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
     flush();
     if (!queued.empty()) {
         VisionBatch batch;
-        batch.ids = queued;
+        batch.ids = std::move(queued);
         batch.queued = started;
         m_visionStream->run([&] { batch.done.record(m_vision.device()); });
-        m_visionPending.insert(queued.begin(), queued.end());
         m_visionInFlight.push_back(std::move(batch));
     }
     return ready;
@@ -576,7 +578,6 @@ void HunyuanBackend::collectVision(bool wait)
         const double ms = msSince(batch.queued);
         std::vector<SeqId> ready;
         for (SeqId id : batch.ids) {
-            m_visionPending.erase(id);
             const auto it = m_seqs.find(id);
             if (it == m_seqs.end()) continue;  // cancelled or failed meanwhile
             m_visionStream->handOver(it->second->promptEmbeds);

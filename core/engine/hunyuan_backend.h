@@ -14,7 +14,6 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "core/common/worker.h"
 #include "core/doc/preset.h"
@@ -135,7 +134,6 @@ private:
     };
     std::unique_ptr<gpu::SideStream> m_visionStream;
     std::deque<VisionBatch> m_visionInFlight;
-    std::set<SeqId> m_visionPending;  // the ids of m_visionInFlight
 };
 
 }  // namespace lector::engine

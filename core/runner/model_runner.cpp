@@ -52,6 +52,9 @@ constexpr std::int64_t kLmHeadWarpGroupRows[] = {4, 8, 16, 32, 64};
 // A page's prompt (1058 image tokens and the instruction): the context the tuning times steps at.
 constexpr std::int64_t kTuningContext = 1076;
 
+// Microseconds rounded for the load's report lines.
+std::string roundedUs(double us) { return std::to_string(static_cast<int>(us + 0.5)); }
+
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
     // Pinned host memory lets the copy to the device run asynchronously; the caching host allocator
@@ -785,8 +788,8 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
         std::string line = "decode step of " + std::to_string(b) + " sequences:";
         for (int p = 0; p < kNumProjections; ++p)
             line += std::string(p ? "," : "") + " " + names[p] + " " + routeNames[static_cast<int>(routes[static_cast<size_t>(p)])];
-        report.push_back(line + " (" + std::to_string(static_cast<int>(bestUs + 0.5)) + " us, against " +
-                         std::to_string(static_cast<int>(perProjectionUs + 0.5)) + " with the per-projection choice)");
+        report.push_back(line + " (" + roundedUs(bestUs) + " us, against " +
+                         roundedUs(perProjectionUs) + " with the per-projection choice)");
     }
     useEagerAttention();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -819,8 +822,8 @@ void ModelRunner::chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tens
         if (rows <= tensorCoresUpTo)
             other = std::min(other, gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::TensorCore); }));
         if (wg < 0.95 * other) m_lmHeadWarpGroup |= 1u << i;
-        line += " " + std::to_string(rows) + " rows " + std::to_string(static_cast<int>(wg + 0.5)) + " us vs " +
-                std::to_string(static_cast<int>(other + 0.5)) + (m_lmHeadWarpGroup >> i & 1u ? " (taken);" : ";");
+        line += " " + std::to_string(rows) + " rows " + roundedUs(wg) + " us vs " +
+                roundedUs(other) + (m_lmHeadWarpGroup >> i & 1u ? " (taken);" : ";");
     }
     report.push_back(line);
 }
@@ -834,15 +837,12 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
     const std::int64_t context = std::min<std::int64_t>(kTuningContext, std::int64_t(m_kv.numSlots()));
     const Metadata meta = tuningStep(1, context);
     const at::Device device = m_decoder.device();
-    useGraphAttention(1);
-    const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
-    useEagerAttention();
-    auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
+    const double chainUs = chainStepMicros(meta);
     auto name = [](const gpu::PersistentDecoder& d) {
         return d.kind() == gpu::PersistentDecoder::Kind::HeadParallel ? std::string("head-parallel decode kernels")
                                                                       : std::string("persistent decode kernel");
     };
-    std::string line = "single-sequence steps at context " + std::to_string(context) + ": kernel chain " + us(chainUs) + " us";
+    std::string line = "single-sequence steps at context " + std::to_string(context) + ": kernel chain " + roundedUs(chainUs) + " us";
     double best = chainUs;
     std::unique_ptr<gpu::PersistentDecoder>* winner = nullptr;
     for (std::unique_ptr<gpu::PersistentDecoder>* candidate : {&m_persistent, &m_headParallel}) {
@@ -854,7 +854,7 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
             line += "; " + name(**candidate) + " failed (" + e.what() + ")";
             continue;
         }
-        line += "; " + name(**candidate) + " " + us(t) + " us";
+        line += "; " + name(**candidate) + " " + roundedUs(t) + " us";
         if (t < best) best = t, winner = candidate;
     }
     line += winner ? " (" + name(**winner) + " taken)" : " (the chain taken)";
@@ -867,6 +867,15 @@ void ModelRunner::choosePersistent(std::vector<std::string>& report)
     if (m_persistent) chooseLongContext(report);
 }
 
+double ModelRunner::chainStepMicros(const Metadata& meta)
+{
+    // With the graphs' attention partition for a single sequence, as graph 1 and the chain's long-context graph run it.
+    useGraphAttention(1);
+    const double us = gpu::graphMicros(m_decoder.device(), [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
+    useEagerAttention();
+    return us;
+}
+
 void ModelRunner::chooseLongContext(std::vector<std::string>& report)
 {
     // Past their prefetched context the single-sequence kernels read the rest of the keys one group at a time:
@@ -877,7 +886,6 @@ void ModelRunner::chooseLongContext(std::vector<std::string>& report)
     const std::int64_t prefetched = m_persistent->prefetchedContext();
     const std::int64_t limit = std::min<std::int64_t>(graphMaxBlocks() * m_kv.blockSize(), m_kv.numSlots());
     const at::Device device = m_decoder.device();
-    auto us = [](double v) { return std::to_string(static_cast<int>(v + 0.5)); };
     std::string line = "single-sequence steps past the kernels' prefetch (" + std::to_string(prefetched) +
                        " keys), kernel chain against the kernels, us:";
     std::int64_t lastWon = prefetched;
@@ -885,11 +893,9 @@ void ModelRunner::chooseLongContext(std::vector<std::string>& report)
     for (const std::int64_t context : {1536, 2048, 3072, 4096, 6144, 8192}) {
         if (context <= prefetched || context > limit) continue;
         const Metadata meta = tuningStep(1, context);
-        useGraphAttention(1);
-        const double chainUs = gpu::graphMicros(device, [&] { (void)logits(forward(embedRows(meta, at::Tensor()), meta)); }, 5);
-        useEagerAttention();
+        const double chainUs = chainStepMicros(meta);
         const double kernelsUs = gpu::graphMicros(device, [&] { (void)runDecoder(*m_persistent, meta); }, 5);
-        line += " at " + std::to_string(context) + " " + us(chainUs) + " / " + us(kernelsUs) + ";";
+        line += " at " + std::to_string(context) + " " + roundedUs(chainUs) + " / " + roundedUs(kernelsUs) + ";";
         measured = true;
         if (chainUs < kernelsUs) {
             chainWon = true;
@@ -1193,8 +1199,8 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
         }
         restore();
         keep = screenedUs < plainUs;
-        line = "greedy screen: graph 1 " + std::to_string(static_cast<int>(screenedUs + 0.5)) + " us a replay against " +
-               std::to_string(static_cast<int>(plainUs + 0.5)) + " with the LM head and the sampler" +
+        line = "greedy screen: graph 1 " + roundedUs(screenedUs) + " us a replay against " +
+               roundedUs(plainUs) + " with the LM head and the sampler" +
                (keep ? " (taken)" : " (not taken)");
     } else {
         line = "greedy screen: on (draws the same tokens on the dummy step)";

@@ -215,6 +215,8 @@ private:
     at::Tensor runDecoder(const gpu::PersistentDecoder& decoder, const Metadata& meta) const;
     void choosePersistent(std::vector<std::string>& report);  // part of tuneLayouts()
     void chooseLongContext(std::vector<std::string>& report);  // part of choosePersistent()
+    // GPU microseconds of the kernel chain's single-sequence step `meta` (choosePersistent, chooseLongContext).
+    double chainStepMicros(const Metadata& meta);
     void chooseChainRoutes(std::vector<std::string>& report);  // part of tuneLayouts()
     // Part of tuneLayouts(): the row counts at which the LM head takes the warp-group engine.
     void chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tensor* transposed, int skinnyUpTo,

@@ -3,6 +3,7 @@
 // 16, an odd patch (7) and odd grids, in float32, float16 and bfloat16.
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstring>
 
 #include "gpu/ops.h"
@@ -12,8 +13,8 @@ namespace kt = lector::test::kernels;
 
 namespace {
 
-constexpr float kMean[3] = {0.48145466f, 0.4578275f, 0.40821073f};  // OpenAI CLIP, as HunyuanOCR's config
-constexpr float kStd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+constexpr std::array<float, 3> kMean{0.48145466f, 0.4578275f, 0.40821073f};  // OpenAI CLIP, as HunyuanOCR's config
+constexpr std::array<float, 3> kStd{0.26862954f, 0.26130258f, 0.27577711f};
 
 at::Tensor randomBytes(int64_t height, int64_t width, uint64_t seed)
 {

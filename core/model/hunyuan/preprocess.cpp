@@ -55,11 +55,16 @@ Result<SmartSize> smartResize(int height, int width, int factor, int64_t minPixe
     return SmartSize{static_cast<int>(hBar), static_cast<int>(wBar)};
 }
 
-Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
+Result<SmartSize> modelSize(const Image& image, const PreprocessConfig& config)
 {
     if (image.empty() || image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3)
         return makeError("bad_image", "image is empty or its buffer does not match its size");
-    auto size = smartResize(image.height, image.width, config.factor(), config.minPixels, config.maxPixels);
+    return smartResize(image.height, image.width, config.factor(), config.minPixels, config.maxPixels);
+}
+
+Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config)
+{
+    auto size = modelSize(image, config);
     if (!size) return size.error();
     if (size->width == image.width && size->height == image.height) return image;
     return image::resizeBicubicPillow(image, size->width, size->height);
@@ -171,9 +176,7 @@ Result<PreprocessedImage> preprocessImage(std::shared_ptr<const Image> image, co
 {
     if (!image) return makeError("bad_image", "no image");
     if (!output.bytes) return preprocessImage(*image, config, output);
-    if (image->empty() || image->rgb.size() != static_cast<size_t>(image->width) * image->height * 3)
-        return makeError("bad_image", "image is empty or its buffer does not match its size");
-    auto size = smartResize(image->height, image->width, config.factor(), config.minPixels, config.maxPixels);
+    auto size = modelSize(*image, config);
     if (!size) return size.error();
     const int width = image->width, height = image->height;
     if (size->width == width && size->height == height)

@@ -58,6 +58,10 @@ struct PreprocessedImage {
     }
 };
 
+// The size `image` is resized to (smartResize with the config's factor and pixel budget). Errors: "bad_image"
+// when the image is empty or its buffer does not match its size, and as smartResize.
+Result<SmartSize> modelSize(const Image& image, const PreprocessConfig& config);
+
 // Smart resize + Pillow bicubic (skipped when the size is unchanged, as Pillow returns a copy).
 // Errors as smartResize(); the message includes the image size.
 Result<Image> resizeForModel(const Image& image, const PreprocessConfig& config);

@@ -45,6 +45,18 @@ AxisSampling axisSampling(int64_t inSize, int64_t outSize, float ratio)
     return s;
 }
 
+// `t` on `device` in `dtype`. From host memory to a GPU: converted into pinned memory, then copied
+// asynchronously (the caching host allocator keeps the pinned buffer until the copy has run). A plain
+// .to(device, dtype) converts into pageable memory and copies synchronously: over a millisecond per page
+// of float32 pixels, host and device waiting. The conversion rounds as the device's would.
+at::Tensor stagedTo(const at::Tensor& t, at::ScalarType dtype, at::Device device)
+{
+    if (!t.is_cpu() || !device.is_cuda()) return t.to(device, dtype);
+    at::Tensor staged = at::empty(t.sizes(), at::TensorOptions().dtype(dtype).pinned_memory(true));
+    staged.copy_(t);
+    return staged.to(device, /*non_blocking=*/true);
+}
+
 }  // namespace
 
 at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW, bool plusTenth)
@@ -151,20 +163,10 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
         pixelValues.size(1) != m_config.numChannels * p * p)
         throw std::invalid_argument("VisionEncoder: pixel values do not match grid " + std::to_string(gridH) + "x" +
                                     std::to_string(gridW));
-    // From host memory to a GPU: converted to the model dtype into pinned memory, then copied
-    // asynchronously (half the bytes of float32 at full speed). A plain .to(device, dtype) converts into
-    // pageable memory and copies synchronously: over a millisecond per page, host and device waiting.
-    // The conversion rounds as the device's would.
-    // Values prepared as pixelOutput() asks (the engine's worker does) are already in the model dtype,
-    // so staging them is a plain copy. (That copy costs about what the conversion from float32 did,
-    // ~0.9 ms a page on one core: the memory bound is the bytes written.)
-    at::Tensor pv = pixelValues;
-    if (pv.is_cpu() && m_device.is_cuda()) {
-        at::Tensor staged = at::empty(pv.sizes(), at::TensorOptions().dtype(m_dtype).pinned_memory(true));
-        staged.copy_(pv);
-        pv = staged.to(m_device, /*non_blocking=*/true);  // the caching host allocator keeps `staged` until then
-    }
-    pv = pv.to(m_device, m_dtype);
+    // Values prepared in the model dtype (pixelOutput() without bytes) are staged by a plain copy, which
+    // costs about what the conversion from float32 did (~0.9 ms a page on one core: the memory bound is the
+    // bytes written).
+    const at::Tensor pv = stagedTo(pixelValues, m_dtype, m_device);
     const auto e = at::linear(pv, m_patchW, m_patchB);  // [N, hidden]
     return e + positionEmbedding(gridH, gridW);
 }
@@ -184,19 +186,11 @@ at::Tensor VisionEncoder::patchPixels(const PreprocessedImage& image) const
     if (image.rgb.dim() != 3 || image.rgb.size(0) != int64_t{image.gridH} * p || image.rgb.size(1) != int64_t{image.gridW} * p)
         throw std::invalid_argument("VisionEncoder: image bytes do not match grid " + std::to_string(image.gridH) + "x" +
                                     std::to_string(image.gridW));
-    // The bytes staged in pinned memory and copied asynchronously (see embed()), then normalised and cut
-    // into patches where the tower runs: the CUDA kernel, or its CPU reference on the CPU.
-    at::Tensor rgb = image.rgb.contiguous();
-    if (rgb.is_cpu() && m_device.is_cuda()) {
-        at::Tensor staged = at::empty(rgb.sizes(), at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-        staged.copy_(rgb);
-        rgb = staged.to(m_device, /*non_blocking=*/true);
-    }
-    rgb = rgb.to(m_device);
+    // The bytes staged and copied to the device, then normalised and cut into patches where the tower runs:
+    // the CUDA kernel, or its CPU reference on the CPU.
+    const at::Tensor rgb = stagedTo(image.rgb, at::kByte, m_device).contiguous();
     const at::Tensor out = at::empty({image.numPatches(), 3 * int64_t{p} * p}, rgb.options().dtype(m_dtype));
-    const PreprocessConfig& n = m_normalisation;
-    const float mean[3] = {n.mean[0], n.mean[1], n.mean[2]}, std[3] = {n.std[0], n.std[1], n.std[2]};
-    gpu::patchify(out, rgb, p, mean, std);
+    gpu::patchify(out, rgb, p, m_normalisation.mean, m_normalisation.std);
     return out;
 }
 
