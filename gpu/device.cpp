@@ -1,4 +1,4 @@
-// CudaGraph and deviceMemory() (see device.h). Everything CUDA-specific sits behind
+// CudaGraph, the streams, MatmulSmTarget and deviceMemory() (see device.h). Everything CUDA-specific sits behind
 // LECTOR_TORCH_HAS_CUDA (a CUDA build of libtorch); other builds get the documented fallbacks.
 #include "gpu/device.h"
 
@@ -10,6 +10,7 @@
 #include <string>
 
 #ifdef LECTOR_TORCH_HAS_CUDA
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -22,6 +23,24 @@
 namespace lector::gpu {
 
 #ifdef LECTOR_TORCH_HAS_CUDA
+
+namespace {
+
+// libtorch's SM carve-out for its cuBLASLt products (libtorch 2.6 and later; earlier ones have none: false).
+// previous: where to keep the value it replaces (null: not wanted).
+template <class Context>
+bool setCarveout(Context& context, std::optional<std::int32_t> value, std::optional<std::int32_t>* previous)
+{
+    if constexpr (requires { context._setSMCarveout_EXPERIMENTAL(value); }) {
+        if (previous) *previous = context._SMCarveout_EXPERIMENTAL();
+        context._setSMCarveout_EXPERIMENTAL(value);
+        return true;
+    } else {
+        return false;
+    }
+}
+
+}  // namespace
 
 bool cudaGraphsAvailable() { return true; }
 
@@ -72,9 +91,19 @@ struct SideStream::Impl {
     std::optional<c10::cuda::CUDAStream> stream;  // none on the CPU
 };
 
-SideStream::SideStream(const c10::Device& device) : m_impl(std::make_unique<Impl>())
+SideStream::SideStream(const c10::Device& device, StreamPriority priority) : m_impl(std::make_unique<Impl>())
 {
-    if (device.is_cuda()) m_impl->stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+    if (!device.is_cuda()) return;
+    m_impl->stream = c10::cuda::getStreamFromPool(priority == StreamPriority::High, device.index());
+    // Pool streams do not wait for the legacy default stream: order this one after what is queued there.
+    at::cuda::CUDAEvent made(cudaEventDisableTiming);
+    made.record(c10::cuda::getCurrentCUDAStream(device.index()));
+    made.block(*m_impl->stream);
+}
+
+void SideStream::synchronize() const
+{
+    if (m_impl->stream) m_impl->stream->synchronize();
 }
 
 void SideStream::run(const std::function<void()>& body)
@@ -89,6 +118,20 @@ void SideStream::handOver(const at::Tensor& t) const
     if (!m_impl->stream || !t.defined() || !t.is_cuda()) return;
     c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(),
                                                   c10::cuda::getCurrentCUDAStream(t.device().index()));
+}
+
+MatmulSmTarget::MatmulSmTarget(const c10::Device& device, int sms)
+{
+    if (!device.is_cuda() || sms <= 0) return;
+    int count = 0;
+    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, index) != cudaSuccess || sms >= count) return;
+    m_active = setCarveout(at::globalContext(), count - sms, &m_previous);
+}
+
+MatmulSmTarget::~MatmulSmTarget()
+{
+    if (m_active) setCarveout(at::globalContext(), m_previous, nullptr);
 }
 
 struct CudaGraph::Impl {
@@ -178,9 +221,13 @@ void StreamEvent::synchronize() {}
 bool StreamEvent::ready() const { return true; }
 
 struct SideStream::Impl {};
-SideStream::SideStream(const c10::Device&) : m_impl(std::make_unique<Impl>()) {}
+SideStream::SideStream(const c10::Device&, StreamPriority) : m_impl(std::make_unique<Impl>()) {}
 void SideStream::run(const std::function<void()>& body) { body(); }
 void SideStream::handOver(const at::Tensor&) const {}
+void SideStream::synchronize() const {}
+
+MatmulSmTarget::MatmulSmTarget(const c10::Device&, int) {}
+MatmulSmTarget::~MatmulSmTarget() = default;
 
 struct CudaGraph::Impl {};
 CudaGraph::CudaGraph() : m_impl(std::make_unique<Impl>()) {}

@@ -4,7 +4,8 @@
 // cudaGraphsAvailable() is false, deviceMemory() returns zeros and capture() throws.
 // StreamEvent marks a point in the current stream's work so the host can wait for that work alone (the
 // engine reads a step's sampled tokens while the next step already runs). SideStream is a stream of its
-// own for work that may run beside the current stream's (the vision tower beside decode steps).
+// own for work that may run beside the current stream's (the vision tower beside decode steps); with
+// MatmulSmTarget its matrix products leave multiprocessors to the other stream.
 // CudaGraph wraps libtorch's at::cuda::CUDAGraph so the caching allocator gives the capture a private
 // memory pool: tensors allocated inside the captured body keep fixed addresses for every replay.
 #pragma once
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace at {
@@ -67,11 +69,16 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// A CUDA stream from libtorch's pool on `device`, for work that needs nothing queued on the device's current
-// stream and may run beside it. On the CPU (or without a CUDA libtorch) run() just calls body: synchronous.
+// How the device's block scheduler ranks a stream's pending work: a High stream's blocks are placed before
+// a Low stream's wherever a multiprocessor has room (running blocks are never preempted).
+enum class StreamPriority { Low, High };
+
+// A CUDA stream from libtorch's pool on `device`, for work that may run beside the device's current stream.
+// It starts after the work queued on the current stream when it is made (what was loaded before is there).
+// On the CPU (or without a CUDA libtorch) run() just calls body: synchronous.
 class SideStream {
 public:
-    explicit SideStream(const c10::Device& device);
+    explicit SideStream(const c10::Device& device, StreamPriority priority = StreamPriority::Low);
     ~SideStream();
     SideStream(const SideStream&) = delete;
     SideStream& operator=(const SideStream&) = delete;
@@ -84,10 +91,30 @@ public:
     // the current stream's work queued by then has run. Call it after this stream's work that makes `t`
     // has run (StreamEvent::ready) and before the current stream's work that reads it is queued.
     void handOver(const at::Tensor& t) const;
+    // Blocks the host until the work queued on this stream so far has run.
+    void synchronize() const;
 
 private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
+};
+
+// While one lives, the cuBLASLt matrix products libtorch issues (from any thread) are planned for `sms`
+// multiprocessors of `device` instead of all (libtorch's SM carve-out), so that a stream running beside
+// them keeps the rest: a one-wave product whose blocks hold every multiprocessor until it ends would
+// otherwise let the other stream's kernels in only between products. Does nothing where `sms` is 0 or not
+// below the device's count, on the CPU, or where libtorch has no carve-out (active() says which).
+class MatmulSmTarget {
+public:
+    MatmulSmTarget(const c10::Device& device, int sms);
+    ~MatmulSmTarget();
+    MatmulSmTarget(const MatmulSmTarget&) = delete;
+    MatmulSmTarget& operator=(const MatmulSmTarget&) = delete;
+    bool active() const { return m_active; }
+
+private:
+    bool m_active = false;
+    std::optional<std::int32_t> m_previous;
 };
 
 class CudaGraph {

@@ -29,7 +29,8 @@
 #     tokens (every request must finish through preemption); the first page after loading (a fresh
 #     process); in full runs also 256 pages at the step budgets of 2048 and 8192 tokens and 8 and 16
 #     images a step, in turn, twice; one request, 64 and 256 pages with the vision tower on a stream of
-#     its own (LECTOR_VISION_STREAM=1), and texts both ways.
+#     its own (LECTOR_VISION_STREAM=1; 64 pages also without the decoder's stream priority and with the
+#     tower's products on 100 and 66 SMs), and texts both ways.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
@@ -283,13 +284,21 @@ full_run && LECTOR_SCREEN_L2_MB=40 timeout 90 $CLI bench /tmp/pages64 $H --no-la
 # beside the decode steps instead of between them. 64 and 256 pages that way; below, one page's text both ways
 # (alone: the same kernels, so the same text) and how many of 8 pages at once keep theirs (batches form at
 # other steps that way, and a batch's kernels round differently: a near-tie of the random model may part).
+# With it the decoder's work runs on a stream of high priority (LECTOR_DECODE_PRIORITY=0: without), and the
+# tower's products may be planned for fewer SMs (LECTOR_VISION_SMS=N, libtorch's carve-out): 64 pages each way.
 LECTOR_VISION_STREAM=1 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream.json" 2>&1
+LECTOR_VISION_STREAM=1 LECTOR_DECODE_PRIORITY=0 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream_nopri.json" 2>&1
+for sms in 100 66; do
+  LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=$sms timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream_sms$sms.json" 2>&1
+done
 [ -n "${QUICK:-}" ] || LECTOR_VISION_STREAM=1 timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256_vstream.json" 2>&1
 for s in 0 1; do
   LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/vstream_one_$s.jsonl" 2>&1
   # shellcheck disable=SC2046
-  LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize $(ls /tmp/pages64/* | head -8) $H --format jsonl > "$W/vstream_eight_$s.jsonl" 2>&1
+  LECTOR_LOG=info LECTOR_VISION_STREAM=$s LECTOR_VISION_SMS=100 timeout 60 $CLI recognize $(ls /tmp/pages64/* | head -8) $H \
+    --format jsonl > "$W/vstream_eight_$s.jsonl" 2> "$W/vstream_eight_$s.log"
 done
+grep -m1 "vision tower on a stream" "$W/vstream_eight_1.log" | sed 's/^/load, LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=100: /' | tee -a "$W/latency.txt"
 same_page "vision on its own stream, one page" "$W/vstream_one_0.jsonl" "$W/vstream_one_1.jsonl" | tee -a "$W/latency.txt"
 python3 - "$W/vstream_eight_0.jsonl" "$W/vstream_eight_1.jsonl" <<'PY' | tee -a "$W/latency.txt"
 import json, os, sys
@@ -300,7 +309,8 @@ print("vision on its own stream, 8 pages at once: %d of %d / %d pages the same t
 PY
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2", "thr64_vstream", "thr256_vstream"):
+for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2", "thr64_vstream", "thr64_vstream_nopri", "thr64_vstream_sms100",
+          "thr64_vstream_sms66", "thr256_vstream"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:

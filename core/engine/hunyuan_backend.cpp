@@ -111,43 +111,70 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         return makeError("bad_config", "HunyuanOCR on the CPU runs in float32 (the reference path), not " + config.dtype);
     }
     auto backend = std::unique_ptr<HunyuanBackend>(new HunyuanBackend());
+    // The vision tower on a stream of its own (LECTOR_VISION_STREAM=1; off by default until measured): its
+    // work runs beside the decoder's. The decoder's work then goes on a stream of high priority
+    // (LECTOR_DECODE_PRIORITY=0: the default stream), from the load on, so that its short kernels get each
+    // multiprocessor the tower's blocks free before the tower's next ones do; and the tower's matrix
+    // products may be planned for fewer multiprocessors (LECTOR_VISION_SMS=N), leaving the rest to it.
+    const bool visionStream = envValue("LECTOR_VISION_STREAM") == "1";
+    if (visionStream && !envOff("LECTOR_DECODE_PRIORITY"))
+        backend->m_engineStream = std::make_unique<gpu::SideStream>(device, gpu::StreamPriority::High);
+    if (visionStream) backend->m_visionSms = std::max(0, std::atoi(envValue("LECTOR_VISION_SMS").c_str()));
+    Result<void> loaded;
+    backend->onEngineStream([&] {
+        loaded = backend->load(config, device, dtype);
+        // Made after the load: it starts after the weights' uploads queued on the decoder's stream.
+        if (loaded.ok() && visionStream) backend->m_visionStream = std::make_unique<gpu::SideStream>(device);
+    });
+    if (!loaded.ok()) return loaded.error();
+    if (backend->m_visionStream) {
+        const gpu::MatmulSmTarget target(device, backend->m_visionSms);
+        LECTOR_LOG_INFO("HunyuanOCR: the vision tower on a stream of its own; the decoder's at "
+                        << (backend->m_engineStream ? "high" : "default") << " priority; the tower's products on "
+                        << (target.active() ? std::to_string(backend->m_visionSms) : std::string("every")) << " SM"
+                        << (backend->m_visionSms > 0 && !target.active() ? " (no SM carve-out here)" : ""));
+    }
+    return std::unique_ptr<Backend>(std::move(backend));
+}
+
+Result<void> HunyuanBackend::load(const EngineConfig& config, const at::Device& device, at::ScalarType dtype)
+{
     auto cfg = hy::loadConfig(config.modelDir);
     if (!cfg.ok()) return cfg.error();
-    backend->m_config = std::move(cfg).value();
+    m_config = std::move(cfg).value();
     auto tokenizer = model::Tokenizer::load(config.modelDir / "tokenizer.json");
     if (!tokenizer.ok()) return tokenizer.error();
-    backend->m_tokenizer = std::move(tokenizer).value();
+    m_tokenizer = std::move(tokenizer).value();
     auto weights = hy::WeightStore::open(config.modelDir);
     if (!weights.ok()) return weights.error();
-    auto vision = hy::VisionEncoder::load(*weights, backend->m_config, dtype, device);
+    auto vision = hy::VisionEncoder::load(*weights, m_config, dtype, device);
     if (!vision.ok()) return vision.error();
-    backend->m_vision = std::move(vision).value();
-    if (envValue("LECTOR_VISION_STREAM") == "1") backend->m_visionStream = std::make_unique<gpu::SideStream>(device);
-    auto decoder = hy::TextDecoder::load(*weights, backend->m_config.text, dtype, device);
+    m_vision = std::move(vision).value();
+    auto decoder = hy::TextDecoder::load(*weights, m_config.text, dtype, device);
     if (!decoder.ok()) return decoder.error();
-    backend->m_decoder = std::make_unique<hy::TextDecoder>(std::move(decoder).value());
+    m_decoder = std::make_unique<hy::TextDecoder>(std::move(decoder).value());
 
     auto presets = doc::loadPresets(doc::defaultPresetsDir());
     if (!presets.ok()) return presets.error();
     for (auto& p : *presets)
-        if (p.supportsModel("hunyuan-ocr")) backend->m_presets.push_back(std::move(p));
-    backend->m_info.model = "hunyuan-ocr-" + (backend->m_config.version.empty() ? std::string("1.0") : backend->m_config.version);
-    backend->m_info.device = device.is_cuda() ? "cuda:0" : "cpu";
-    backend->m_info.dtype = dtype == at::kHalf ? "float16" : dtype == at::kBFloat16 ? "bfloat16" : "float32";
-    for (const auto& p : backend->m_presets) backend->m_info.presets.push_back(p.id);
+        if (p.supportsModel("hunyuan-ocr")) m_presets.push_back(std::move(p));
+    m_info.model = "hunyuan-ocr-" + (m_config.version.empty() ? std::string("1.0") : m_config.version);
+    m_info.device = device.is_cuda() ? "cuda:0" : "cpu";
+    m_info.dtype = dtype == at::kHalf ? "float16" : dtype == at::kBFloat16 ? "bfloat16" : "float32";
+    for (const auto& p : m_presets) m_info.presets.push_back(p.id);
 
     // Paged KV cache: blocks of 16 tokens for every layer, K and V, in the decoder's dtype.
-    const hy::TextConfig& t = backend->m_config.text;
-    auto tokens = kvCacheTokens(config, t, dtype, device, backend->m_blockSize);
+    const hy::TextConfig& t = m_config.text;
+    auto tokens = kvCacheTokens(config, t, dtype, device, m_blockSize);
     if (!tokens.ok()) return tokens.error();
-    const int numBlocks = std::max(1, *tokens / backend->m_blockSize);
+    const int numBlocks = std::max(1, *tokens / m_blockSize);
     SchedulerConfig sc;
     sc.maxTokensPerStep = std::max(1, config.maxTokensPerStep);
     sc.maxImagesPerStep = std::max(1, config.maxVisionImagesPerStep);
-    backend->m_scheduler = std::make_unique<Scheduler>(sc, numBlocks, backend->m_blockSize);
+    m_scheduler = std::make_unique<Scheduler>(sc, numBlocks, m_blockSize);
     try {
-        backend->m_kv = std::make_unique<runner::PagedKvStorage>(t.numLayers, t.numKvHeads, t.headDim, numBlocks,
-                                                                 backend->m_blockSize, dtype, device);
+        m_kv = std::make_unique<runner::PagedKvStorage>(t.numLayers, t.numKvHeads, t.headDim, numBlocks, m_blockSize,
+                                                        dtype, device);
     } catch (const std::exception& e) {
         return makeError("bad_config", "KV cache of " + std::to_string(*tokens) + " tokens does not fit: " + e.what());
     }
@@ -169,20 +196,20 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         using P = runner::RunnerOptions::Persistent;
         ro.persistentDecode = config.persistentDecode == "on" ? P::Always : config.persistentDecode == "off" ? P::Never : P::Auto;
         ro.decodeGraphSteps = std::max(1, config.decodeGraphSteps);
-        backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
-        backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
+        m_runner = std::make_unique<runner::ModelRunner>(*m_decoder, *m_kv, ro);
+        m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         // Decode graphs draw their tokens themselves; LECTOR_GRAPH_SAMPLER=0 leaves that to a kernel
         // after each graph (for comparison: the tokens must be the same).
         if (!envOff("LECTOR_GRAPH_SAMPLER"))
-            backend->m_runner->attachSampler(*backend->m_sampler);
-        tuneRunner(*backend->m_runner, config.retune);
-        LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
-        backend->m_runner->captureGraphs();
-        if (!backend->m_runner->greedyScreenReport().empty())
-            LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->greedyScreenReport());
+            m_runner->attachSampler(*m_sampler);
+        tuneRunner(*m_runner, config.retune);
+        LECTOR_LOG_INFO("HunyuanOCR: " << m_runner->persistentReport());
+        m_runner->captureGraphs();
+        if (!m_runner->greedyScreenReport().empty())
+            LECTOR_LOG_INFO("HunyuanOCR: " << m_runner->greedyScreenReport());
         // Our kernels were validated on one GPU generation: where they disagree with the reference
         // decoder on this card, serve with the reference instead of producing wrong text.
-        const double error = backend->m_runner->selfCheck();
+        const double error = m_runner->selfCheck();
         const double limit = dtype == at::kFloat ? 1e-3 : 5e-2;
         if (!(error <= limit)) {
             LECTOR_LOG_WARN("HunyuanOCR: the fused runner disagrees with the reference decoder on "
@@ -191,18 +218,28 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
             if (config.hunyuanRunner == "fused")
                 return makeError("device_unavailable", "the fused runner disagrees with the reference decoder on " +
                                                            device.str() + " (relative error " + std::to_string(error) + ")");
-            backend->m_runner.reset();
-            backend->m_sampler.reset();
+            m_runner.reset();
+            m_sampler.reset();
         }
     }
     // By default as many pages as a vision step takes, at most 8: the tower runs at most 8 1024x1024 pages
     // a call (kVisionPatchesPerCall), so more would only lengthen the load.
-    backend->m_warmUpPages =
-        config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
-    return std::unique_ptr<Backend>(std::move(backend));
+    m_warmUpPages = config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
+    return {};
+}
+
+void HunyuanBackend::onEngineStream(const std::function<void()>& body)
+{
+    if (m_engineStream) m_engineStream->run(body);
+    else body();
 }
 
 void HunyuanBackend::warmUp()
+{
+    onEngineStream([this] { runWarmUp(); });
+}
+
+void HunyuanBackend::runWarmUp()
 {
     // What the first requests after loading would otherwise pay (calls 172 and 173: the first page
     // 275-299 ms against 175 warm, the first 64-page burst 5 % slower): each kernel's module is loaded
@@ -282,7 +319,13 @@ struct HunyuanBackend::Launched {
     int steps = 1;                     // tokens each sequence draws (several: one sequence, launchSteps)
 };
 
-HunyuanBackend::~HunyuanBackend() = default;
+HunyuanBackend::~HunyuanBackend()
+{
+    // What the streams still run reads and writes memory that goes back to their pools below; once it
+    // has run, nothing queued later anywhere can meet it.
+    if (m_visionStream) m_visionStream->synchronize();
+    if (m_engineStream) m_engineStream->synchronize();
+}
 
 Result<void> HunyuanBackend::accepts(const Request& request) const
 {
@@ -372,6 +415,11 @@ private:
 }  // namespace
 
 void HunyuanBackend::step()
+{
+    onEngineStream([this] { runStep(); });
+}
+
+void HunyuanBackend::runStep()
 {
     const auto start = Clock::now();
     // Cancels noticed between steps free their blocks at once.
@@ -522,6 +570,7 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
             }
         };
         if (m_visionStream) {
+            const gpu::MatmulSmTarget target(m_vision.device(), m_visionSms);
             m_visionStream->run(encode);  // queued: collectVision() times it when it has run
         } else {
             encode();

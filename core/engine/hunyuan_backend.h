@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -60,6 +61,12 @@ private:
     struct Sequence;
     struct Launched;
     HunyuanBackend() = default;
+    // Everything of create() after the device and the streams are chosen (on the decoder's stream).
+    Result<void> load(const EngineConfig& config, const at::Device& device, at::ScalarType dtype);
+    // body with the decoder's stream current (m_engineStream where there is one, else as it is).
+    void onEngineStream(const std::function<void()>& body);
+    void runWarmUp();
+    void runStep();
     // The tower for these sequences (the step's plan.vision). Returns those whose prompt embeddings are
     // ready for their prefill now: all of them, or, with the tower on its own stream, those that had them
     // already (the rest are queued there and become ready in collectVision()).
@@ -134,6 +141,11 @@ private:
     };
     std::unique_ptr<gpu::SideStream> m_visionStream;
     std::deque<VisionBatch> m_visionInFlight;
+    int m_visionSms = 0;  // SMs the tower's products are planned for on its stream (0: all; LECTOR_VISION_SMS)
+    // The decoder's work, from the load on, when the tower has a stream of its own: high priority, so the
+    // decode steps' blocks go first onto the multiprocessors the tower's blocks free (null: the default
+    // stream; LECTOR_DECODE_PRIORITY=0).
+    std::unique_ptr<gpu::SideStream> m_engineStream;
 };
 
 }  // namespace lector::engine

@@ -125,9 +125,15 @@ void checkBatchedAgainstReference(const std::string& runner, bool visionStream =
 {
     const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
     // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
-    if (visionStream) ::setenv("LECTOR_VISION_STREAM", "1", 1);
+    // (with the decoder's stream of high priority and the tower's products on fewer SMs: on the CPU both
+    // streams are the caller's, so what this checks is that the load and the steps go through them)
+    if (visionStream) {
+        ::setenv("LECTOR_VISION_STREAM", "1", 1);
+        ::setenv("LECTOR_VISION_SMS", "66", 1);
+    }
     auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner);
     ::unsetenv("LECTOR_VISION_STREAM");
+    ::unsetenv("LECTOR_VISION_SMS");
     Collected out;
     struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
     const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
