@@ -12,6 +12,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/assert.h"
+#include "core/common/upload.h"
 
 namespace lector::model::hunyuan {
 
@@ -251,12 +252,14 @@ Result<at::Tensor> TextDecoder::embed(const std::vector<int>& ids, const at::Ten
         return makeError("bad_input", "prompt has " + std::to_string(imageRows.size()) +
                                           " image placeholder tokens but " + std::to_string(numImageRows) +
                                           " image embedding rows were given");
-    at::Tensor embeds = at::embedding(m_embedTokens, idTensor.to(m_device));  // [L, hidden]
+    // The ids and rows go up without the host waiting for the device (the vision tower's stream, where this
+    // runs when the tower has one, may hold a whole batch of pages before them).
+    at::Tensor embeds = at::embedding(m_embedTokens, uploadAsync(idTensor, m_device));  // [L, hidden]
     if (numImageRows > 0) {
         if (imageEmbeds.dim() != 2 || imageEmbeds.size(1) != m_config.hiddenSize)
             return makeError("bad_input", "image embeddings must be [T, " + std::to_string(m_config.hiddenSize) +
                                               "], got " + shapeText(imageEmbeds.sizes().vec()));
-        const at::Tensor rows = at::from_blob(imageRows.data(), {numImageRows}, at::kLong).to(m_device);
+        const at::Tensor rows = uploadAsync(at::from_blob(imageRows.data(), {numImageRows}, at::kLong), m_device);
         embeds.index_copy_(0, rows, imageEmbeds.to(m_device, m_dtype));
     }
     return embeds;

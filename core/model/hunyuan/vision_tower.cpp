@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/common/env.h"
+#include "core/common/upload.h"
 #include "gpu/ops.h"
 
 // libtorch 2.x has a fused attention (flash / memory-efficient kernels on CUDA); 1.13 does not.
@@ -45,18 +46,6 @@ AxisSampling axisSampling(int64_t inSize, int64_t outSize, float ratio)
     return s;
 }
 
-// `t` on `device` in `dtype`. From host memory to a GPU: converted into pinned memory, then copied
-// asynchronously (the caching host allocator keeps the pinned buffer until the copy has run). A plain
-// .to(device, dtype) converts into pageable memory and copies synchronously: over a millisecond per page
-// of float32 pixels, host and device waiting. The conversion rounds as the device's would.
-at::Tensor stagedTo(const at::Tensor& t, at::ScalarType dtype, at::Device device)
-{
-    if (!t.is_cpu() || !device.is_cuda()) return t.to(device, dtype);
-    at::Tensor staged = at::empty(t.sizes(), at::TensorOptions().dtype(dtype).pinned_memory(true));
-    staged.copy_(t);
-    return staged.to(device, /*non_blocking=*/true);
-}
-
 }  // namespace
 
 at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int gridW, bool plusTenth)
@@ -73,9 +62,10 @@ at::Tensor interpolatePositionTable(const at::Tensor& table, int gridH, int grid
     };
     const auto ay = axisSampling(g, gridH, ratio(gridH, sh)), ax = axisSampling(g, gridW, ratio(gridW, sw));
     const auto device = table.device();
-    auto idx = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device); };
+    // (uploaded without the host waiting for the tower's work queued before, when it has a stream of its own)
+    auto idx = [&](const std::vector<int64_t>& v) { return uploadAsync(at::tensor(v, at::kLong), device); };
     auto wts = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
-        return at::tensor(v, at::kFloat).to(device).view(shape).to(table.scalar_type());
+        return uploadAsync(at::tensor(v, at::kFloat), device).view(shape).to(table.scalar_type());
     };
     // Rows first ([gh, G, C]), then columns ([gh, gw, C]); bilinear is separable, so this equals the
     // 2-D lerp up to float rounding.
@@ -166,7 +156,7 @@ at::Tensor VisionEncoder::embed(const at::Tensor& pixelValues, int gridH, int gr
     // Values prepared in the model dtype (pixelOutput() without bytes) are staged by a plain copy, which
     // costs about what the conversion from float32 did (~0.9 ms a page on one core: the memory bound is the
     // bytes written).
-    const at::Tensor pv = stagedTo(pixelValues, m_dtype, m_device);
+    const at::Tensor pv = uploadAsync(pixelValues, m_device, m_dtype);
     const auto e = at::linear(pv, m_patchW, m_patchB);  // [N, hidden]
     return e + positionEmbedding(gridH, gridW);
 }
@@ -188,7 +178,7 @@ at::Tensor VisionEncoder::patchPixels(const PreprocessedImage& image) const
                                     std::to_string(image.gridW));
     // The bytes staged and copied to the device, then normalised and cut into patches where the tower runs:
     // the CUDA kernel, or its CPU reference on the CPU.
-    const at::Tensor rgb = stagedTo(image.rgb, at::kByte, m_device).contiguous();
+    const at::Tensor rgb = uploadAsync(image.rgb, m_device).contiguous();
     const at::Tensor out = at::empty({image.numPatches(), 3 * int64_t{p} * p}, rgb.options().dtype(m_dtype));
     gpu::patchify(out, rgb, p, m_normalisation.mean, m_normalisation.std);
     return out;
@@ -299,7 +289,7 @@ at::Tensor VisionEncoder::runBlocks(at::Tensor x, const std::vector<int64_t>& le
             cu.push_back(static_cast<int32_t>(cu.back() + n));
             rows.maxLength = std::max(rows.maxLength, n);
         }
-        rows.cuSeqlens = at::tensor(cu, at::kInt).to(x.device());
+        rows.cuSeqlens = uploadAsync(at::tensor(cu, at::kInt), x.device());
     }
     for (const Block& b : m_blocks) {
         x = x + attention(at::layer_norm(x, norm, b.ln1W, b.ln1B, eps), b, rows);
