@@ -375,6 +375,32 @@ LECTOR_TEST(cancellingFreesBlocksAtOnce) { checkCancelFreesBlocks("reference"); 
 // The same through the fused runner (gpu/'s CPU references) and its device-side sampler.
 LECTOR_TEST(cancellingFreesBlocksAtOnceWithTheFusedRunner) { checkCancelFreesBlocks("fused"); }
 
+// With the tower on a stream of its own, a page cancelled while its batch is still queued there: the batch's
+// other page goes on to the reference's tokens, and nothing is left behind.
+LECTOR_TEST(cancellingAPageWhoseVisionBatchIsQueuedLeavesTheOthers)
+{
+    const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
+    ::setenv("LECTOR_VISION_STREAM", "1", 1);
+    auto backend = makeBackend(4096, 2048, "fused");
+    ::unsetenv("LECTOR_VISION_STREAM");
+    Collected out;
+    backend->add(makeRequest(1, receipt, 20, 1.03f, out));
+    backend->add(makeRequest(2, doc, 20, 1.03f, out));
+    backend->step();  // both pages' tower queued as one batch; neither is ready for prefill yet
+    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
+    LECTOR_CHECK(backend->hasWork());
+    backend->cancel(1);
+    LECTOR_CHECK(out.results.count(1) == 1 && out.results[1].failed() && out.results[1].error->code == "cancelled");
+    int steps = 0;
+    while (backend->hasWork() && steps++ < 500) backend->step();
+    LECTOR_CHECK(!backend->hasWork());
+    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
+    LECTOR_CHECK(out.results.count(2) == 1);
+    const doc::OcrResult& r = out.results[2];
+    LECTOR_CHECK_MSG(!r.failed(), r.error->message);
+    LECTOR_CHECK_EQ(r.raw.value_or(""), idsText(referenceIds(*doc, 20, 1.03f)));
+}
+
 LECTOR_TEST(promptLargerThanThePoolIsAClearError)
 {
     const auto receipt = fixtureImage("receipt_zh");
