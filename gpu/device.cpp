@@ -31,7 +31,7 @@ namespace {
 template <class Context>
 bool setCarveout(Context& context, std::optional<std::int32_t> value, std::optional<std::int32_t>* previous)
 {
-    if constexpr (requires { context._setSMCarveout_EXPERIMENTAL(value); }) {
+    if constexpr (requires { context._SMCarveout_EXPERIMENTAL(); context._setSMCarveout_EXPERIMENTAL(value); }) {
         if (previous) *previous = context._SMCarveout_EXPERIMENTAL();
         context._setSMCarveout_EXPERIMENTAL(value);
         return true;
