@@ -11,6 +11,7 @@
 
 #ifdef LECTOR_TORCH_HAS_CUDA
 #include <ATen/Context.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -18,6 +19,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #endif
 
 namespace lector::gpu {
@@ -39,6 +41,9 @@ bool setCarveout(Context& context, std::optional<std::int32_t> value, std::optio
         return false;
     }
 }
+
+using BlasGetSmCount = cublasStatus_t (*)(cublasHandle_t, int*);
+using BlasSetSmCount = cublasStatus_t (*)(cublasHandle_t, int);
 
 }  // namespace
 
@@ -127,11 +132,29 @@ MatmulSmTarget::MatmulSmTarget(const c10::Device& device, int sms)
     const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
     if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, index) != cudaSuccess || sms >= count) return;
     m_active = setCarveout(at::globalContext(), count - sms, &m_previous);
+    // The products libtorch sends to cuBLAS itself rather than cuBLASLt read the SM target of this thread's
+    // handle. The functions are looked up in the cuBLAS libtorch loaded (linking our own could load a second).
+    const auto get = reinterpret_cast<BlasGetSmCount>(dlsym(RTLD_DEFAULT, "cublasGetSmCountTarget"));
+    const auto set = reinterpret_cast<BlasSetSmCount>(dlsym(RTLD_DEFAULT, "cublasSetSmCountTarget"));
+    if (!get || !set) return;
+    const c10::cuda::CUDAGuard guard(device);
+    const cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
+    int previous = 0;
+    if (get(handle, &previous) == CUBLAS_STATUS_SUCCESS && set(handle, sms) == CUBLAS_STATUS_SUCCESS) {
+        m_previousBlas = previous;
+        m_device = index;
+        m_active = true;
+    }
 }
 
 MatmulSmTarget::~MatmulSmTarget()
 {
-    if (m_active) setCarveout(at::globalContext(), m_previous, nullptr);
+    if (!m_active) return;
+    setCarveout(at::globalContext(), m_previous, nullptr);
+    if (m_previousBlas < 0) return;
+    const auto set = reinterpret_cast<BlasSetSmCount>(dlsym(RTLD_DEFAULT, "cublasSetSmCountTarget"));
+    const c10::cuda::CUDAGuard guard(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(m_device)));
+    if (set) set(at::cuda::getCurrentCUDABlasHandle(), m_previousBlas);
 }
 
 struct CudaGraph::Impl {

@@ -99,11 +99,12 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// While one lives, the cuBLASLt matrix products libtorch issues (from any thread) are planned for `sms`
-// multiprocessors of `device` instead of all (libtorch's SM carve-out), so that a stream running beside
-// them keeps the rest: a one-wave product whose blocks hold every multiprocessor until it ends would
-// otherwise let the other stream's kernels in only between products. Does nothing where `sms` is 0 or not
-// below the device's count, on the CPU, or where libtorch has no carve-out (active() says which).
+// While one lives, the matrix products libtorch issues are planned for `sms` multiprocessors of `device`
+// instead of all, so that a stream running beside them keeps the rest: a one-wave product whose blocks hold
+// every multiprocessor until it ends would otherwise let the other stream's kernels in only between
+// products. Its cuBLASLt products through libtorch's SM carve-out (from any thread), its cuBLAS ones through
+// the SM target of the calling thread's cuBLAS handle. Does nothing where `sms` is 0 or not below the
+// device's count, on the CPU, or where neither exists (active() says whether either was set).
 class MatmulSmTarget {
 public:
     MatmulSmTarget(const c10::Device& device, int sms);
@@ -114,7 +115,9 @@ public:
 
 private:
     bool m_active = false;
-    std::optional<std::int32_t> m_previous;
+    std::optional<std::int32_t> m_previous;  // libtorch's carve-out before
+    int m_previousBlas = -1;                  // the cuBLAS handle's SM target before (-1: not set)
+    int m_device = 0;
 };
 
 class CudaGraph {

@@ -132,7 +132,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         LECTOR_LOG_INFO("HunyuanOCR: the vision tower on a stream of its own; the decoder's at "
                         << (backend->m_engineStream ? "high" : "default") << " priority; the tower's products on "
                         << (target.active() ? std::to_string(backend->m_visionSms) : std::string("every")) << " SM"
-                        << (backend->m_visionSms > 0 && !target.active() ? " (no SM carve-out here)" : ""));
+                        << (backend->m_visionSms > 0 && !target.active() ? " (no SM target can be set here)" : ""));
     }
     return std::unique_ptr<Backend>(std::move(backend));
 }
