@@ -65,7 +65,7 @@ REF=$!
 
 step "configure + build"
 configure_lector -DCMAKE_CUDA_ARCHITECTURES=90 -DLECTOR_CUDA=ON -DLECTOR_BUILD_TESTS=ON || exit 1
-KTESTS=${KTESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention tst_patchify"}
+KTESTS=${KTESTS:-"tst_kv_cache_write tst_paged_decode_attention tst_paged_prefill_attention tst_rms_norm tst_qk_norm_rope tst_silu_and_mul tst_sample_tokens tst_greedy_screen tst_skinny_gemm tst_persistent_decode tst_vision_attention tst_patchify tst_device"}
 TARGETS="lector-cli bench_hunyuan tst_model_runner tst_hunyuan_vision $KTESTS"
 [ -n "${STOP_AFTER_SCREEN:-}" ] || TARGETS="$TARGETS bench_paged_attention bench_persistent_decode bench_greedy_screen bench_skinny_gemm bench_decode_attention bench_decode_step bench_prefill"
 # shellcheck disable=SC2086
