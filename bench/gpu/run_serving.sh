@@ -187,10 +187,11 @@ request_with "greedy screen off" LECTOR_GREEDY_SCREEN=0
 # thirty-fourth session) against the default above, where it starts under PDL and reads the step's inputs
 # after its wait (the 1000-token check below compares launches of 8, which move those inputs on in place,
 # with one step a replay).
-request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
+full_run && request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # The head-parallel step's attention clusters by the default placement (LECTOR_HP_CLUSTER_POLICY=0, as until
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
-request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
+# Both settled in calls 191-196: full runs only since, leaving TABLES_ONLY's time to the vision stream's runs.
+full_run && request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
 # is taken from every kernel's L2; 1.4-4.7 ms a request slower in calls 191-196, so full runs only); in full runs
 # also a 64-page burst that way (the tower's products with less L2).
