@@ -574,6 +574,11 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
             m_visionStream->run(encode);  // queued: collectVision() times it when it has run
         } else {
             encode();
+            // Its uploads no longer wait for the device: wait here, so that the pages' vision time is the
+            // tower's and their prefill starts after it (the step's timings as before).
+            gpu::StreamEvent encoded;
+            encoded.record(m_vision.device());
+            encoded.synchronize();
             const double ms = msSince(t0);  // every image of the group is ready when the group is
             for (Sequence* seq : group) seq->visionMs = ms;
         }
