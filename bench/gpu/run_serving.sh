@@ -29,8 +29,8 @@
 #     tokens (every request must finish through preemption); the first page after loading (a fresh
 #     process); in full runs also 256 pages at the step budgets of 2048 and 8192 tokens and 8 and 16
 #     images a step, in turn, twice; one request, 64 and 256 pages with the vision tower on a stream of
-#     its own (LECTOR_VISION_STREAM=1; 64 pages also without the decoder's stream priority and with the
-#     tower's products on 100 and 66 SMs), and texts both ways.
+#     its own (LECTOR_VISION_STREAM=1; 64 pages also without the decoder's stream priority, with the
+#     tower's products on 100 and 66 SMs and with 4 images a vision step), and texts both ways.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
@@ -292,6 +292,10 @@ LECTOR_VISION_STREAM=1 LECTOR_DECODE_PRIORITY=0 timeout 90 $CLI bench /tmp/pages
 for sms in 100 66; do
   LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=$sms timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream_sms$sms.json" 2>&1
 done
+# Batches of 4 pages through the tower: the first pages reach their prefill after half the time, so their
+# decoding starts sooner beside the tower's later batches.
+LECTOR_VISION_STREAM=1 timeout 90 $CLI bench /tmp/pages64 $H --vision-images-per-step 4 --no-latency --warmup 0 --repeat 1 --json \
+  > "$W/thr64_vstream_img4.json" 2>&1
 [ -n "${QUICK:-}" ] || LECTOR_VISION_STREAM=1 timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256_vstream.json" 2>&1
 for s in 0 1; do
   LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/vstream_one_$s.jsonl" 2>&1
@@ -311,7 +315,7 @@ PY
 python3 - "$W" <<'PY'
 import json, os, sys
 for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2", "thr64_vstream", "thr64_vstream_nopri", "thr64_vstream_sms100",
-          "thr64_vstream_sms66", "thr256_vstream"):
+          "thr64_vstream_sms66", "thr64_vstream_img4", "thr256_vstream"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:
