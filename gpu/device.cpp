@@ -42,8 +42,25 @@ bool setCarveout(Context& context, std::optional<std::int32_t> value, std::optio
     }
 }
 
-using BlasGetSmCount = cublasStatus_t (*)(cublasHandle_t, int*);
-using BlasSetSmCount = cublasStatus_t (*)(cublasHandle_t, int);
+// The device's index (the current device's where `device` names none).
+int indexOf(const c10::Device& device) { return device.index() < 0 ? c10::cuda::current_device() : device.index(); }
+
+// cuBLAS's SM-target functions, looked up once in the cuBLAS libtorch loaded (linking our own could load a
+// second copy); null where that cuBLAS has none.
+struct BlasSmCount {
+    cublasStatus_t (*get)(cublasHandle_t, int*) = nullptr;
+    cublasStatus_t (*set)(cublasHandle_t, int) = nullptr;
+};
+const BlasSmCount& blasSmCount()
+{
+    static const BlasSmCount functions = [] {
+        BlasSmCount f;
+        f.get = reinterpret_cast<decltype(f.get)>(dlsym(RTLD_DEFAULT, "cublasGetSmCountTarget"));
+        f.set = reinterpret_cast<decltype(f.set)>(dlsym(RTLD_DEFAULT, "cublasSetSmCountTarget"));
+        return f.get && f.set ? f : BlasSmCount{};
+    }();
+    return functions;
+}
 
 }  // namespace
 
@@ -61,7 +78,7 @@ DeviceMemory deviceMemory(const c10::Device& device)
 std::string deviceFingerprint(const c10::Device& device)
 {
     if (!device.is_cuda()) return "cpu";
-    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
+    const int index = indexOf(device);
     cudaDeviceProp prop{};
     int driver = 0, runtime = 0;
     TORCH_CHECK(cudaGetDeviceProperties(&prop, index) == cudaSuccess, "cudaGetDeviceProperties failed on ", device);
@@ -129,18 +146,16 @@ MatmulSmTarget::MatmulSmTarget(const c10::Device& device, int sms)
 {
     if (!device.is_cuda() || sms <= 0) return;
     int count = 0;
-    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
+    const int index = indexOf(device);
     if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, index) != cudaSuccess || sms >= count) return;
     m_active = setCarveout(at::globalContext(), count - sms, &m_previous);
-    // The products libtorch sends to cuBLAS itself rather than cuBLASLt read the SM target of this thread's
-    // handle. The functions are looked up in the cuBLAS libtorch loaded (linking our own could load a second).
-    const auto get = reinterpret_cast<BlasGetSmCount>(dlsym(RTLD_DEFAULT, "cublasGetSmCountTarget"));
-    const auto set = reinterpret_cast<BlasSetSmCount>(dlsym(RTLD_DEFAULT, "cublasSetSmCountTarget"));
-    if (!get || !set) return;
+    // The products libtorch sends to cuBLAS itself rather than cuBLASLt read the SM target of this thread's handle.
+    const BlasSmCount& blas = blasSmCount();
+    if (!blas.set) return;
     const c10::cuda::CUDAGuard guard(device);
     const cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
     int previous = 0;
-    if (get(handle, &previous) == CUBLAS_STATUS_SUCCESS && set(handle, sms) == CUBLAS_STATUS_SUCCESS) {
+    if (blas.get(handle, &previous) == CUBLAS_STATUS_SUCCESS && blas.set(handle, sms) == CUBLAS_STATUS_SUCCESS) {
         m_previousBlas = previous;
         m_device = index;
         m_active = true;
@@ -152,9 +167,8 @@ MatmulSmTarget::~MatmulSmTarget()
     if (!m_active) return;
     setCarveout(at::globalContext(), m_previous, nullptr);
     if (m_previousBlas < 0) return;
-    const auto set = reinterpret_cast<BlasSetSmCount>(dlsym(RTLD_DEFAULT, "cublasSetSmCountTarget"));
     const c10::cuda::CUDAGuard guard(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(m_device)));
-    if (set) set(at::cuda::getCurrentCUDABlasHandle(), m_previousBlas);
+    blasSmCount().set(at::cuda::getCurrentCUDABlasHandle(), m_previousBlas);
 }
 
 struct CudaGraph::Impl {
