@@ -277,26 +277,31 @@ for n in 1 8; do
 done
 same_page "decode graph steps 1 vs 8 (1000 tokens)" "$W/steps_long_1.jsonl" "$W/steps_long_8.jsonl" | tee -a "$W/latency.txt"
 step "64 and 256 pages at once"
-timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64.json" 2>&1
-[ -n "${QUICK:-}" ] || timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256.json" 2>&1
-full_run && LECTOR_VISION_ATTENTION=sdpa timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_sdpa.json" 2>&1
-full_run && LECTOR_SCREEN_L2_MB=40 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_l2.json" 2>&1
+# burst_with NAME PAGES LIMIT [ARG...]: the folder's pages submitted at once, the bench's JSON in $W/NAME.json;
+# VAR=VALUE arguments go to the environment, the others to lector-cli.
+burst_with() {
+  local name=$1 pages=$2 limit=$3 vars=() flags=(); shift 3
+  for a in "$@"; do if [[ $a =~ ^[A-Z_0-9]+= ]]; then vars+=("$a"); else flags+=("$a"); fi; done
+  env "${vars[@]}" timeout "$limit" $CLI bench "$pages" $H "${flags[@]}" --no-latency --warmup 0 --repeat 1 --json \
+    > "$W/$name.json" 2>&1
+}
+burst_with thr64 /tmp/pages64 90
+[ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
+full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
+full_run && burst_with thr64_l2 /tmp/pages64 90 LECTOR_SCREEN_L2_MB=40
 # The vision tower on a stream of its own (LECTOR_VISION_STREAM=1; off by default until measured): its work
 # beside the decode steps instead of between them. 64 and 256 pages that way; below, one page's text both ways
 # (alone: the same kernels, so the same text) and how many of 8 pages at once keep theirs (batches form at
 # other steps that way, and a batch's kernels round differently: a near-tie of the random model may part).
 # With it the decoder's work runs on a stream of high priority (LECTOR_DECODE_PRIORITY=0: without), and the
 # tower's products may be planned for fewer SMs (LECTOR_VISION_SMS=N, libtorch's carve-out): 64 pages each way.
-LECTOR_VISION_STREAM=1 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream.json" 2>&1
-LECTOR_VISION_STREAM=1 LECTOR_DECODE_PRIORITY=0 timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream_nopri.json" 2>&1
-for sms in 100 66; do
-  LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=$sms timeout 90 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr64_vstream_sms$sms.json" 2>&1
-done
+burst_with thr64_vstream /tmp/pages64 90 LECTOR_VISION_STREAM=1
+burst_with thr64_vstream_nopri /tmp/pages64 90 LECTOR_VISION_STREAM=1 LECTOR_DECODE_PRIORITY=0
+for sms in 100 66; do burst_with thr64_vstream_sms$sms /tmp/pages64 90 LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=$sms; done
 # Batches of 4 pages through the tower: the first pages reach their prefill after half the time, so their
 # decoding starts sooner beside the tower's later batches.
-LECTOR_VISION_STREAM=1 timeout 90 $CLI bench /tmp/pages64 $H --vision-images-per-step 4 --no-latency --warmup 0 --repeat 1 --json \
-  > "$W/thr64_vstream_img4.json" 2>&1
-[ -n "${QUICK:-}" ] || LECTOR_VISION_STREAM=1 timeout 150 $CLI bench /tmp/pages $H --no-latency --warmup 0 --repeat 1 --json > "$W/thr256_vstream.json" 2>&1
+burst_with thr64_vstream_img4 /tmp/pages64 90 LECTOR_VISION_STREAM=1 --vision-images-per-step 4
+[ -n "${QUICK:-}" ] || burst_with thr256_vstream /tmp/pages 150 LECTOR_VISION_STREAM=1
 for s in 0 1; do
   LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/vstream_one_$s.jsonl" 2>&1
   # shellcheck disable=SC2046
