@@ -90,10 +90,15 @@ std::string deviceFingerprint(const c10::Device& device)
 }
 
 struct StreamEvent::Impl {
-    // Without timing: such events are cheaper to record and to wait for.
-    at::cuda::CUDAEvent event{cudaEventDisableTiming};
+    // Without timing unless asked: such events are cheaper to record and to wait for.
+    explicit Impl(bool timing) : event(timing ? cudaEventDefault : cudaEventDisableTiming), timing(timing) {}
+    at::cuda::CUDAEvent event;
+    bool timing = false;
     bool recorded = false;
 };
+
+StreamEvent::StreamEvent() : m_impl(std::make_unique<Impl>(false)) {}
+StreamEvent::StreamEvent(bool timing) : m_impl(std::make_unique<Impl>(timing)) {}
 
 void StreamEvent::record(const c10::Device& device)
 {
@@ -108,6 +113,25 @@ void StreamEvent::synchronize()
 }
 
 bool StreamEvent::ready() const { return !m_impl->recorded || m_impl->event.query(); }
+
+void StreamEvent::block(const c10::Device& device) const
+{
+    if (!m_impl->recorded || !device.is_cuda()) return;
+    m_impl->event.block(c10::cuda::getCurrentCUDAStream(device.index()));
+}
+
+std::optional<double> StreamEvent::elapsedMs(const StreamEvent& from, const StreamEvent& to)
+{
+    const Impl& a = *from.m_impl;
+    const Impl& b = *to.m_impl;
+    if (!a.timing || !b.timing || !a.recorded || !b.recorded || !from.ready() || !to.ready()) return std::nullopt;
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, a.event.event(), b.event.event()) != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: leave no error for the next call to find
+        return std::nullopt;
+    }
+    return static_cast<double>(ms);
+}
 
 struct SideStream::Impl {
     std::optional<c10::cuda::CUDAStream> stream;  // none on the CPU
@@ -253,9 +277,13 @@ DeviceMemory deviceMemory(const c10::Device&) { return {}; }
 std::string deviceFingerprint(const c10::Device& device) { return device.is_cuda() ? "cuda without a CUDA libtorch" : "cpu"; }
 
 struct StreamEvent::Impl {};
+StreamEvent::StreamEvent() : m_impl(std::make_unique<Impl>()) {}
+StreamEvent::StreamEvent(bool) : m_impl(std::make_unique<Impl>()) {}
 void StreamEvent::record(const c10::Device&) {}
 void StreamEvent::synchronize() {}
 bool StreamEvent::ready() const { return true; }
+void StreamEvent::block(const c10::Device&) const {}
+std::optional<double> StreamEvent::elapsedMs(const StreamEvent&, const StreamEvent&) { return std::nullopt; }
 
 struct SideStream::Impl {};
 SideStream::SideStream(const c10::Device&, StreamPriority) : m_impl(std::make_unique<Impl>()) {}
@@ -290,7 +318,6 @@ double replayMicros(const c10::Device& device, CudaGraph&, int)
 
 SideStream::~SideStream() = default;
 
-StreamEvent::StreamEvent() : m_impl(std::make_unique<Impl>()) {}
 StreamEvent::~StreamEvent() = default;
 StreamEvent::StreamEvent(StreamEvent&&) noexcept = default;
 StreamEvent& StreamEvent::operator=(StreamEvent&&) noexcept = default;

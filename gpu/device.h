@@ -49,10 +49,12 @@ class CudaGraph;
 double replayMicros(const c10::Device& device, CudaGraph& graph, int replays = 40);
 
 // A marker in a device's current stream. On the CPU (or without a CUDA libtorch) work is synchronous:
-// record() and synchronize() do nothing.
+// record(), synchronize() and block() do nothing, and elapsedMs() has nothing to measure.
 class StreamEvent {
 public:
     StreamEvent();
+    // timing: the event also keeps the time its work ran, for elapsedMs() (a little dearer to record).
+    explicit StreamEvent(bool timing);
     ~StreamEvent();
     StreamEvent(StreamEvent&&) noexcept;
     StreamEvent& operator=(StreamEvent&&) noexcept;
@@ -63,6 +65,12 @@ public:
     void synchronize();
     // Whether the marked work has run (true if nothing was recorded), without waiting.
     bool ready() const;
+    // Makes the current stream of `device` wait for the marked work before the work queued on it from now
+    // on; the host does not wait (nothing to wait for if nothing was recorded).
+    void block(const c10::Device& device) const;
+    // Device milliseconds from `from`'s work to `to`'s, where both were recorded with timing and both have
+    // run; otherwise nullopt (always on the CPU).
+    static std::optional<double> elapsedMs(const StreamEvent& from, const StreamEvent& to);
 
 private:
     struct Impl;

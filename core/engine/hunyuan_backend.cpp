@@ -120,6 +120,7 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
     if (visionStream && !envOff("LECTOR_DECODE_PRIORITY"))
         backend->m_engineStream = std::make_unique<gpu::SideStream>(device, gpu::StreamPriority::High);
     if (visionStream) backend->m_visionSms = std::max(0, std::atoi(envValue("LECTOR_VISION_SMS").c_str()));
+    backend->m_visionHostWait = !envOff("LECTOR_VISION_HOST_WAIT");
     Result<void> loaded;
     backend->onEngineStream([&] {
         loaded = backend->load(config, device, dtype);
@@ -307,6 +308,10 @@ struct HunyuanBackend::Sequence {
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     Clock::time_point prefillStart{};
     Clock::time_point lastTokenAt{};  // when the last token was applied (decode time is the sum of the gaps)
+    // Where the host did not wait for its tower (m_visionHostWait off): the tower's end on the device and
+    // when its vision step began; visionMs is set from them at the first token (settleVisionTime).
+    std::shared_ptr<gpu::StreamEvent> towerDone;
+    Clock::time_point visionStart{};
 };
 
 // A forward and its sampling, queued; the tokens are read by acceptTokens().
@@ -317,6 +322,9 @@ struct HunyuanBackend::Launched {
     runner::PendingTokens device;
     bool chainable = false;            // decode-only and every token drawn on the device
     int steps = 1;                     // tokens each sequence draws (several: one sequence, launchSteps)
+    // After the step on the device (with timing), where it ends the prefill of a sequence whose tower's end
+    // the host did not wait for: settleVisionTime() measures back from it.
+    std::shared_ptr<gpu::StreamEvent> prefillDone;
 };
 
 HunyuanBackend::~HunyuanBackend()
@@ -428,11 +436,12 @@ void HunyuanBackend::runStep()
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
-    collectVision(/*wait=*/false);
+    collectVision(Collect::Ready);
     StepPlan plan = m_scheduler->schedule();
-    // Nothing to run but the tower's work on its stream: wait for it rather than spin.
+    // Nothing to run but the tower's work on its stream: wait for it rather than spin (on the device, where
+    // the host need not wait: the prefill is then queued while the tower runs).
     if (plan.empty() && !m_inflight && !m_visionInFlight.empty()) {
-        collectVision(/*wait=*/true);
+        collectVision(m_visionHostWait ? Collect::Wait : Collect::Adopt);
         plan = m_scheduler->schedule();
     }
     const bool prompts = std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const StepChunk& c) { return !c.isDecode; });
@@ -572,6 +581,15 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
         if (m_visionStream) {
             const gpu::MatmulSmTarget target(m_vision.device(), m_visionSms);
             m_visionStream->run(encode);  // queued: collectVision() times it when it has run
+        } else if (!m_visionHostWait && m_vision.device().is_cuda()) {
+            // Queued, and the pages ready at once: their prefill goes in behind the tower while it runs.
+            encode();
+            auto done = std::make_shared<gpu::StreamEvent>(/*timing=*/true);
+            done->record(m_vision.device());
+            for (Sequence* seq : group) {
+                seq->towerDone = done;
+                seq->visionStart = t0;
+            }
         } else {
             encode();
             // Its uploads no longer wait for the device: wait here, so that the pages' vision time is the
@@ -613,29 +631,38 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
         VisionBatch batch;
         batch.ids = std::move(queued);
         batch.queued = started;
-        m_visionStream->run([&] { batch.done.record(m_vision.device()); });
+        batch.done = std::make_shared<gpu::StreamEvent>(/*timing=*/!m_visionHostWait);
+        m_visionStream->run([&] { batch.done->record(m_vision.device()); });
         m_visionInFlight.push_back(std::move(batch));
     }
     return ready;
 }
 
-void HunyuanBackend::collectVision(bool wait)
+void HunyuanBackend::collectVision(Collect mode)
 {
     while (!m_visionInFlight.empty()) {
         VisionBatch& batch = m_visionInFlight.front();
-        if (wait) {
-            batch.done.synchronize();
-            wait = false;
-        } else if (!batch.done.ready()) {
-            break;  // one stream: the later batches have not run either
+        bool adopted = false;
+        if (!batch.done->ready()) {
+            if (mode == Collect::Ready) break;  // one stream: the later batches have not run either
+            if (mode == Collect::Wait) batch.done->synchronize();
+            else batch.done->block(m_vision.device());  // the decoder's stream waits for it, the host does not
+            adopted = mode == Collect::Adopt;
+            mode = Collect::Ready;
         }
         const double ms = msSince(batch.queued);
         std::vector<SeqId> ready;
         for (SeqId id : batch.ids) {
             const auto it = m_seqs.find(id);
             if (it == m_seqs.end()) continue;  // cancelled or failed meanwhile
+            // (Its reads on the decoder's stream come after the batch: it has run, or that stream waits for it.)
             m_visionStream->handOver(it->second->promptEmbeds);
-            it->second->visionMs = ms;
+            if (adopted) {
+                it->second->towerDone = batch.done;
+                it->second->visionStart = batch.queued;
+            } else {
+                it->second->visionMs = ms;
+            }
             ready.push_back(id);
         }
         m_scheduler->visionDone(ready);
@@ -841,6 +868,11 @@ HunyuanBackend::Launched HunyuanBackend::launchChunks(const std::vector<StepChun
     const at::Tensor logits = m_runner ? m_runner->run(fusedStep(chunks, deviceIds)) : forwardReference(chunks);
     Launched out = sampleIds.empty() ? Launched{} : launchSample(sampleIds, freshPrefill, logits, ahead);
     out.chainable = false;
+    if (std::any_of(chunks.begin(), chunks.end(),
+                    [&](const StepChunk& c) { return c.completesPrefill && m_seqs.at(c.id)->towerDone; })) {
+        out.prefillDone = std::make_shared<gpu::StreamEvent>(/*timing=*/true);
+        out.prefillDone->record(m_decoder->device());
+    }
     return out;
 }
 
@@ -878,6 +910,7 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
         for (int t = 0; t < launched.steps; ++t) {
             if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
                 seq.prefillMs = msBetween(seq.prefillStart, now);
+                settleVisionTime(seq, launched, now);
                 seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
             } else {
                 // Decode time is what the user waits between tokens, scheduling and host work included.
@@ -891,6 +924,21 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
             if (done) break;
         }
     }
+}
+
+void HunyuanBackend::settleVisionTime(Sequence& seq, const Launched& launched, Clock::time_point now)
+{
+    if (!seq.towerDone) return;
+    std::optional<double> gap;
+    if (launched.prefillDone) {
+        // Recorded after the step's sampling, whose tokens the host has just waited for: done, or all but.
+        launched.prefillDone->synchronize();
+        gap = gpu::StreamEvent::elapsedMs(*seq.towerDone, *launched.prefillDone);
+    }
+    const FirstTokenSplit split = splitBeforeFirstToken(seq.visionStart, seq.prefillStart, now, gap);
+    seq.visionMs = split.visionMs;
+    seq.prefillMs = split.prefillMs;
+    seq.towerDone.reset();
 }
 
 std::unique_ptr<HunyuanBackend::Sequence> HunyuanBackend::detach(SeqId id)

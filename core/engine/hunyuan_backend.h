@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "core/common/worker.h"
@@ -71,9 +72,16 @@ private:
     // ready for their prefill now: all of them, or, with the tower on its own stream, those that had them
     // already (the rest are queued there and become ready in collectVision()).
     std::vector<SeqId> runVision(const std::vector<SeqId>& ids);
-    // With the tower on its own stream: its batches that have run (oldest first; wait: blocks on the oldest
-    // first) are handed to the decoder's stream and their sequences marked ready for prefill.
-    void collectVision(bool wait);
+    // With the tower on its own stream: its batches that have run (oldest first) are handed to the
+    // decoder's stream and their sequences marked ready for prefill. Collect::Wait or Collect::Adopt also
+    // takes the oldest batch when it has not run yet: Wait blocks the host until it has; Adopt makes the
+    // decoder's stream wait for it instead, so the host queues their prefill at once (the tower's time is
+    // then read from the device's clock at their first token: settleVisionTime()).
+    enum class Collect { Ready, Wait, Adopt };
+    void collectVision(Collect mode);
+    // A sequence's first token has arrived at `now`, at the end of `launched`: where the host did not wait
+    // for its tower, splits the time before it into vision and prefill by the device's clock.
+    void settleVisionTime(Sequence& seq, const Launched& launched, std::chrono::steady_clock::time_point now);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
@@ -136,12 +144,17 @@ private:
     // once it has run. On the CPU the stream is the caller's (the bookkeeping alone).
     struct VisionBatch {
         std::vector<SeqId> ids;
-        gpu::StreamEvent done;  // recorded on m_visionStream after the batch
+        std::shared_ptr<gpu::StreamEvent> done;  // recorded on m_visionStream after the batch (with timing)
         std::chrono::steady_clock::time_point queued;
     };
     std::unique_ptr<gpu::SideStream> m_visionStream;
     std::deque<VisionBatch> m_visionInFlight;
     int m_visionSms = 0;  // SMs the tower's products are planned for on its stream (0: all; LECTOR_VISION_SMS)
+    // Whether the host waits for the tower's work before it queues that work's prefill (LECTOR_VISION_HOST_WAIT,
+    // on unless 0): without the tower's stream after each vision step, with it only when nothing else can
+    // run. Off, the prefill is queued behind the tower (on its stream, or after a device-side wait) while
+    // the tower runs, and the pages' vision / prefill split comes from device events.
+    bool m_visionHostWait = true;
     // The decoder's work, from the load on, when the tower has a stream of its own: high priority, so the
     // decode steps' blocks go first onto the multiprocessors the tower's blocks free (null: the default
     // stream; LECTOR_DECODE_PRIORITY=0).
