@@ -1,9 +1,12 @@
 // gpu/device.h's streams and matrix-product SM target. On the CPU the streams are the caller's (work runs
 // at once) and no SM target is set. On CUDA: a SideStream's work sees everything the current stream queued
 // before the stream was made (pool streams do not wait for the legacy default stream by themselves), an
-// event recorded on it marks that work, and MatmulSmTarget is set and leaves the products' values alone.
+// event recorded on it marks that work, another stream made to wait for an event (block) sees that work,
+// timing events measure the work between them, and MatmulSmTarget is set and leaves the products' values
+// alone.
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "gpu/device.h"
@@ -19,9 +22,12 @@ LECTOR_TEST(onTheCpuTheStreamsAreTheCallers)
     int ran = 0;
     side.run([&] { ++ran; });
     LECTOR_CHECK_EQ(ran, 1);
-    gpu::StreamEvent event;
+    gpu::StreamEvent event, timed(/*timing=*/true);
     event.record(cpu);
+    timed.record(cpu);
     LECTOR_CHECK(event.ready());
+    event.block(cpu);
+    LECTOR_CHECK(!gpu::StreamEvent::elapsedMs(timed, timed).has_value());  // nothing to measure on the CPU
     side.synchronize();
     bool threw = false;
     try {
@@ -60,6 +66,42 @@ LECTOR_TEST(aSideStreamStartsAfterTheWorkQueuedBeforeIt)
     high.run([&] { sum = x.sum(at::kDouble); });
     high.synchronize();
     LECTOR_CHECK_EQ(sum.item<double>(), double(n) * (2 * kPasses + 1));
+}
+
+LECTOR_TEST(aStreamMadeToWaitForAnEventSeesItsWork)
+{
+    kt::requireCuda();
+    const c10::Device dev(c10::kCUDA, 0);
+    // Milliseconds of work on a side stream, marked by an event; the current stream waits for the event on the
+    // device (the host does not), then sums: it must see every pass.
+    const int64_t n = int64_t{1} << 26;
+    at::Tensor x = at::ones({n}, at::TensorOptions().device(dev));
+    constexpr int kPasses = 50;
+    gpu::SideStream side(dev, gpu::StreamPriority::Low);
+    gpu::StreamEvent done(/*timing=*/true), start(/*timing=*/true);
+    side.run([&] {
+        start.record(dev);
+        for (int i = 0; i < kPasses; ++i) x.add_(1.0);
+        done.record(dev);
+    });
+    done.block(dev);
+    const at::Tensor sum = x.sum(at::kDouble);  // on the current stream, after the wait
+    gpu::StreamEvent summed(/*timing=*/true);
+    summed.record(dev);
+    summed.synchronize();
+    LECTOR_CHECK(done.ready());
+    LECTOR_CHECK_EQ(sum.item<double>(), double(n) * (kPasses + 1));
+    // Timing events on two streams measure the work between them; an event without timing measures nothing.
+    const std::optional<double> passes = gpu::StreamEvent::elapsedMs(start, done);
+    const std::optional<double> after = gpu::StreamEvent::elapsedMs(done, summed);
+    LECTOR_CHECK(passes.has_value() && after.has_value());
+    // 50 passes read and write 256 MB each (25 GB): well over a millisecond on any card, under 10 s.
+    LECTOR_CHECK(*passes > 1.0 && *passes < 10000.0);
+    LECTOR_CHECK(*after >= 0.0);
+    gpu::StreamEvent untimed;
+    untimed.record(dev);
+    untimed.synchronize();
+    LECTOR_CHECK(!gpu::StreamEvent::elapsedMs(start, untimed).has_value());
 }
 
 LECTOR_TEST(anSmTargetIsSetAndLeavesProductsAlone)
