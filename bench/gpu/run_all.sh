@@ -40,6 +40,11 @@ timeout 330 ninja -C "$B" -k 0 -j"$(nproc)" lector-cli bench_hunyuan $KTESTS $MT
 echo "build exit $?"; grep -E "error:" "$W/build.log" | sort | uniq | head -20
 
 step "tests (kernels on the GPU, model tests on the CPU fixtures)"
+# tst_tokenizer's Qwen3 tokenizer.json, carried gzipped (prepare_carry.sh; call 199 ran without it: 10 failed).
+if [ -f "$ROOT/gpu-data/test-data/qwen3-tokenizer.json.gz" ]; then
+  mkdir -p /tmp/test-data/qwen3 && gunzip -c "$ROOT/gpu-data/test-data/qwen3-tokenizer.json.gz" > /tmp/test-data/qwen3/tokenizer.json &&
+    export LECTOR_TEST_DATA_DIR=/tmp/test-data
+fi
 for t in $KTESTS $MTESTS; do
   exe=$(find "$B/tests" -name "$t" -type f -perm -u+x | head -1)
   [ -n "$exe" ] || { echo "$t: NOT BUILT"; continue; }
