@@ -15,6 +15,18 @@
 namespace gpu = lector::gpu;
 namespace kt = lector::test::kernels;
 
+namespace {
+
+// Milliseconds of work for the CUDA cases: kPasses passes over 256 MB of ones, queued on the current stream.
+constexpr int64_t kElements = int64_t{1} << 26;
+constexpr int kPasses = 50;
+void queuePasses(at::Tensor& x)
+{
+    for (int i = 0; i < kPasses; ++i) x.add_(1.0);
+}
+
+}  // namespace
+
 LECTOR_TEST(onTheCpuTheStreamsAreTheCallers)
 {
     const c10::Device cpu(c10::kCPU);
@@ -46,10 +58,8 @@ LECTOR_TEST(aSideStreamStartsAfterTheWorkQueuedBeforeIt)
     const c10::Device dev(c10::kCUDA, 0);
     // ~50 passes over 256 MB queued on the current stream (milliseconds of work), then a stream made and a
     // sum queued on it at once: it must see every pass.
-    const int64_t n = int64_t{1} << 26;
-    at::Tensor x = at::ones({n}, at::TensorOptions().device(dev));
-    constexpr int kPasses = 50;
-    for (int i = 0; i < kPasses; ++i) x.add_(1.0);
+    at::Tensor x = at::ones({kElements}, at::TensorOptions().device(dev));
+    queuePasses(x);
     gpu::SideStream side(dev, gpu::StreamPriority::Low);
     at::Tensor sum;
     gpu::StreamEvent done;
@@ -59,13 +69,13 @@ LECTOR_TEST(aSideStreamStartsAfterTheWorkQueuedBeforeIt)
     });
     done.synchronize();
     LECTOR_CHECK(done.ready());
-    LECTOR_CHECK_EQ(sum.item<double>(), double(n) * (kPasses + 1));
+    LECTOR_CHECK_EQ(sum.item<double>(), double(kElements) * (kPasses + 1));
     // The same with a stream of high priority, after more work.
-    for (int i = 0; i < kPasses; ++i) x.add_(1.0);
+    queuePasses(x);
     gpu::SideStream high(dev, gpu::StreamPriority::High);
     high.run([&] { sum = x.sum(at::kDouble); });
     high.synchronize();
-    LECTOR_CHECK_EQ(sum.item<double>(), double(n) * (2 * kPasses + 1));
+    LECTOR_CHECK_EQ(sum.item<double>(), double(kElements) * (2 * kPasses + 1));
 }
 
 LECTOR_TEST(aStreamMadeToWaitForAnEventSeesItsWork)
@@ -74,14 +84,12 @@ LECTOR_TEST(aStreamMadeToWaitForAnEventSeesItsWork)
     const c10::Device dev(c10::kCUDA, 0);
     // Milliseconds of work on a side stream, marked by an event; the current stream waits for the event on the
     // device (the host does not), then sums: it must see every pass.
-    const int64_t n = int64_t{1} << 26;
-    at::Tensor x = at::ones({n}, at::TensorOptions().device(dev));
-    constexpr int kPasses = 50;
+    at::Tensor x = at::ones({kElements}, at::TensorOptions().device(dev));
     gpu::SideStream side(dev, gpu::StreamPriority::Low);
     gpu::StreamEvent done(/*timing=*/true), start(/*timing=*/true);
     side.run([&] {
         start.record(dev);
-        for (int i = 0; i < kPasses; ++i) x.add_(1.0);
+        queuePasses(x);
         done.record(dev);
     });
     done.block(dev);
@@ -90,7 +98,7 @@ LECTOR_TEST(aStreamMadeToWaitForAnEventSeesItsWork)
     summed.record(dev);
     summed.synchronize();
     LECTOR_CHECK(done.ready());
-    LECTOR_CHECK_EQ(sum.item<double>(), double(n) * (kPasses + 1));
+    LECTOR_CHECK_EQ(sum.item<double>(), double(kElements) * (kPasses + 1));
     // Timing events on two streams measure the work between them; an event without timing measures nothing.
     const std::optional<double> passes = gpu::StreamEvent::elapsedMs(start, done);
     const std::optional<double> after = gpu::StreamEvent::elapsedMs(done, summed);
