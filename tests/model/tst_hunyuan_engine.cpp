@@ -119,21 +119,12 @@ std::unique_ptr<HunyuanBackend> makeBackend(int kvTokens, int tokensPerStep, con
 }
 
 // Six requests at once through the backend with the given decoder runner; each must give exactly what
-// the single-sequence reference gives for it. visionStream: the tower's work on a stream of its own
-// (LECTOR_VISION_STREAM=1), its sequences ready for prefill only in a later step.
-void checkBatchedAgainstReference(const std::string& runner, bool visionStream = false)
+// the single-sequence reference gives for it.
+void checkBatchedAgainstReference(const std::string& runner)
 {
     const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
     // Prompts are 335 and 306 tokens; 1024 KV tokens hold three at most, so six at once must preempt.
-    // (with the decoder's stream of high priority and the tower's products on fewer SMs: on the CPU both
-    // streams are the caller's, so what this checks is that the load and the steps go through them)
-    if (visionStream) {
-        ::setenv("LECTOR_VISION_STREAM", "1", 1);
-        ::setenv("LECTOR_VISION_SMS", "66", 1);
-    }
     auto backend = makeBackend(/*kvTokens=*/1024, /*tokensPerStep=*/160, runner);
-    ::unsetenv("LECTOR_VISION_STREAM");
-    ::unsetenv("LECTOR_VISION_SMS");
     Collected out;
     struct Case { std::shared_ptr<const Image> img; int maxNew; float penalty; };
     const std::vector<Case> cases = {{receipt, 40, 1.03f}, {doc, 25, 1.03f}, {receipt, 12, 1.0f},
@@ -218,10 +209,6 @@ LECTOR_TEST(warmUpAtLoadLeavesNothingBehind)
 // paged prefill + decode attention, device-side sampling with the repetition penalty) run through gpu/'s
 // CPU references: same batches, same preemptions, same tokens as the reference.
 LECTOR_TEST(fusedRunnerMatchesTheSingleSequenceReference) { checkBatchedAgainstReference("fused"); }
-
-// The same with the vision tower on a stream of its own (on the CPU the stream is the caller's, so this
-// checks the bookkeeping: pages marked ready for prefill a step after their tower ran, through preemptions).
-LECTOR_TEST(visionOnItsOwnStreamGivesTheSameTokens) { checkBatchedAgainstReference("fused", /*visionStream=*/true); }
 
 // With the fused runner a decode step is queued behind the previous one before that step's tokens reach
 // the host (its input ids come from the device). Two requests of exactly 12 and 7 tokens (stop ids
@@ -374,32 +361,6 @@ void checkCancelFreesBlocks(const std::string& runner)
 LECTOR_TEST(cancellingFreesBlocksAtOnce) { checkCancelFreesBlocks("reference"); }
 // The same through the fused runner (gpu/'s CPU references) and its device-side sampler.
 LECTOR_TEST(cancellingFreesBlocksAtOnceWithTheFusedRunner) { checkCancelFreesBlocks("fused"); }
-
-// With the tower on a stream of its own, a page cancelled while its batch is still queued there: the batch's
-// other page goes on to the reference's tokens, and nothing is left behind.
-LECTOR_TEST(cancellingAPageWhoseVisionBatchIsQueuedLeavesTheOthers)
-{
-    const auto receipt = fixtureImage("receipt_zh"), doc = fixtureImage("doc_en");
-    ::setenv("LECTOR_VISION_STREAM", "1", 1);
-    auto backend = makeBackend(4096, 2048, "fused");
-    ::unsetenv("LECTOR_VISION_STREAM");
-    Collected out;
-    backend->add(makeRequest(1, receipt, 20, 1.03f, out));
-    backend->add(makeRequest(2, doc, 20, 1.03f, out));
-    backend->step();  // both pages' tower queued as one batch; neither is ready for prefill yet
-    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
-    LECTOR_CHECK(backend->hasWork());
-    backend->cancel(1);
-    LECTOR_CHECK(out.results.count(1) == 1 && out.results[1].failed() && out.results[1].error->code == "cancelled");
-    int steps = 0;
-    while (backend->hasWork() && steps++ < 500) backend->step();
-    LECTOR_CHECK(!backend->hasWork());
-    LECTOR_CHECK_EQ(backend->stats().kvBlocksUsed, 0);
-    LECTOR_CHECK(out.results.count(2) == 1);
-    const doc::OcrResult& r = out.results[2];
-    LECTOR_CHECK_MSG(!r.failed(), r.error->message);
-    LECTOR_CHECK_EQ(r.raw.value_or(""), idsText(referenceIds(*doc, 20, 1.03f)));
-}
 
 LECTOR_TEST(promptLargerThanThePoolIsAClearError)
 {

@@ -7,11 +7,9 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <thread>
 
-#include "core/common/timing.h"
 #include "core/engine/backend.h"
 
 using namespace lector;
@@ -297,33 +295,4 @@ LECTOR_TEST(rejectsBadRequestsWithoutCallback)
     c.waitFor(2);
     engine->shutdown();
     LECTOR_CHECK_EQ(c.results.size(), size_t(2));
-}
-
-// The HunyuanOCR backend with LECTOR_VISION_HOST_WAIT=0 queues a page's prefill behind its vision tower and
-// learns where the tower ended only from the device's clock, at the first token (splitBeforeFirstToken in
-// core/common/timing.h). Vision started at 0, the prefill was launched at 1 ms, the token's step ended at
-// 20 ms: the tower's end is 20 ms less the device time from it to that step's end.
-LECTOR_TEST(timeBeforeTheFirstTokenSplitsWhereTheTowerEndedOnTheDevice)
-{
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point t0 = Clock::now();
-    const auto at = [&](double ms) {
-        return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
-    };
-    struct Case {
-        std::optional<double> gap;
-        double vision, prefill;
-    };
-    const Case cases[] = {
-        {5.0, 15.0, 5.0},    // the tower ended at 15 ms; the prefill ran from there
-        {19.5, 0.5, 19.0},   // it ended before the prefill's launch: prefill from the launch
-        {30.0, 0.0, 19.0},   // a gap longer than the wait (clock skew): no negative vision time
-        {0.0, 20.0, 0.0},    // the tower ended with the step
-        {std::nullopt, 1.0, 19.0},  // no reading: the boundary is the prefill's launch, as the host saw it
-    };
-    for (const Case& c : cases) {
-        const FirstTokenSplit split = splitBeforeFirstToken(at(0), at(1), at(20), c.gap);
-        LECTOR_CHECK_NEAR(split.visionMs, c.vision, 1e-3);
-        LECTOR_CHECK_NEAR(split.prefillMs, c.prefill, 1e-3);
-    }
 }
