@@ -1101,31 +1101,6 @@ std::string greedyScreenUnsupported(const at::Tensor& weight)
 #endif
 }
 
-int64_t persistGreedyScreenInL2(GreedyScreenHead& head, int64_t bytes)
-{
-    head.l2PersistBytes = 0;
-#ifdef LECTOR_GPU_HAVE_LAUNCHERS
-    if (!head.q.defined() || !head.q.is_cuda()) return 0;
-    const c10::DeviceGuard guard(head.q.device());
-    int maxPersisting = 0, maxWindow = 0;
-    if (cudaDeviceGetAttribute(&maxPersisting, cudaDevAttrMaxPersistingL2CacheSize, head.q.device().index()) != cudaSuccess ||
-        cudaDeviceGetAttribute(&maxWindow, cudaDevAttrMaxAccessPolicyWindowSize, head.q.device().index()) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    const int64_t keep = std::max<int64_t>(0, std::min<int64_t>({bytes, int64_t(maxPersisting), int64_t(maxWindow), int64_t(head.q.nbytes())}));
-    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(keep)) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    head.l2PersistBytes = keep;
-    return keep;
-#else
-    (void)bytes;
-    return 0;
-#endif
-}
-
 int64_t greedyScreenScratchWords(int64_t vocab, const c10::Device& device)
 {
     return gpu::greedyScreenScratchWords(greedyScreenCtasOn(vocab, device));
@@ -1181,7 +1156,6 @@ void greedyScreen(const at::Tensor& outToken, const at::Tensor& x, const at::Ten
         p.penalty = penalty.data_ptr<float>();
     }
     p.numCtas = greedyScreenCtasOn(vocab, weight.device());
-    if (weight.is_cuda()) p.l2PersistBytes = size_t(std::max<int64_t>(head.l2PersistBytes, 0));
     const at::Tensor words = scratchWords(scratch, weight, gpu::greedyScreenScratchWords(p.numCtas), op);
     p.scratch = reinterpret_cast<unsigned long long*>(words.data_ptr<int64_t>());
     if (stats.defined()) {

@@ -253,15 +253,8 @@ int64_t sampleScratchWords(int64_t numSeqs, int64_t vocab);
 // rint(w / scales[r]) in [-127, 127], scales [vocab] float32 = max |w[r]| / 127. 124 MB for HunyuanOCR.
 struct GreedyScreenHead {
     at::Tensor q, scales;
-    int64_t l2PersistBytes = 0;  // persistGreedyScreenInL2()
 };
 GreedyScreenHead quantizeGreedyScreen(const at::Tensor& weight);
-// Keeps the first `bytes` of head.q in the L2 between greedyScreen's launches: sets the context's L2
-// set-aside for persisting accesses (cudaLimitPersistingL2CacheSize) and the window the launches carry,
-// clamped to what the device allows. The set-aside is the whole process's: other work has that much less
-// L2 while the lines persist. Returns the bytes kept (0: none, on the CPU, or where the device refuses);
-// 0 bytes releases the set-aside.
-int64_t persistGreedyScreenInL2(GreedyScreenHead& head, int64_t bytes);
 // Empty when greedyScreen runs for this head [vocab, k] on its device, else why not (CUDA: k a multiple of
 // 16 up to gpu::kScreenMaxK, rows 16-byte aligned; the CPU reference takes any k).
 std::string greedyScreenUnsupported(const at::Tensor& weight);

@@ -168,30 +168,6 @@ int main(int argc, char** argv)
             failures += !ok;
             std::printf("| %d (%d a multiprocessor) | %.2f | %lld%s |\n", v.numCtas, perSm, us, (long long)t, ok ? "" : " MISMATCH");
         }
-        // The first bytes of q kept in the L2 between calls (LECTOR_SCREEN_L2_MB in the runner): between two
-        // steps the decoder streams ~1 GB through the L2, which a 1 GB copy before each call stands in for.
-        int maxPersisting = 0;
-        check(cudaDeviceGetAttribute(&maxPersisting, cudaDevAttrMaxPersistingL2CacheSize, 0), "persisting L2");
-        const size_t flushBytes = size_t(1) << 30;
-        DeviceBuffer flushFrom(flushBytes), flushTo(flushBytes);
-        auto copy = [&] { return cudaMemcpyAsync(flushTo.ptr, flushFrom.ptr, flushBytes, cudaMemcpyDeviceToDevice, stream) == cudaSuccess; };
-        const double copyUs = graphMicros(stream, 10, [&](int) { return copy(); });
-        std::printf("\n| q kept in the L2 (set-aside up to %d MB) | screen after a 1 GB copy, us | token |\n|---|---|---|\n",
-                    maxPersisting >> 20);
-        for (int mb : {0, 16, 32, 64}) {
-            gpu::GreedyScreenParams v = p;
-            v.stats = nullptr;
-            v.l2PersistBytes = std::min<size_t>(size_t(mb) << 20, size_t(maxPersisting));
-            check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, v.l2PersistBytes), "set-aside");
-            const double us = graphMicros(stream, 10, [&](int) { return copy() && gpu::launchGreedyScreen(v, stream) == cudaSuccess; });
-            int64_t t = -1;
-            check(cudaMemcpy(&t, dToken->ptr, 8, cudaMemcpyDeviceToHost), "token");
-            const bool ok = same(t, refToken);
-            failures += !ok;
-            std::printf("| %zu MB | %.2f | %lld%s |\n", v.l2PersistBytes >> 20, us - copyUs, (long long)t, ok ? "" : " MISMATCH");
-            check(cudaCtxResetPersistingL2Cache(), "reset persisting lines");
-        }
-        check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "set-aside");
     }
     std::printf("%s\n", failures ? "CHECKS FAILED" : "all checks passed");
     return failures ? 1 : 0;

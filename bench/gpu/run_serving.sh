@@ -190,10 +190,6 @@ full_run && request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
 # Both settled in calls 191-196: full runs only since.
 full_run && request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
-# The first 40 MB of its 8-bit head kept in the L2 between steps (an experiment, off by default: the set-aside
-# is taken from every kernel's L2; 1.4-4.7 ms a request slower in calls 191-196, so full runs only); in full runs
-# also a 64-page burst that way (the tower's products with less L2).
-full_run && request_with "greedy screen, 40 MB in the L2" LECTOR_SCREEN_L2_MB=40
 for s in 0 1; do
   LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
   LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
@@ -284,10 +280,9 @@ burst_with() {
 burst_with thr64 /tmp/pages64 90
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
-full_run && burst_with thr64_l2 /tmp/pages64 90 LECTOR_SCREEN_L2_MB=40
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr256", "thr64_sdpa", "thr64_l2"):
+for n in ("thr64", "thr256", "thr64_sdpa"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:

@@ -1094,18 +1094,11 @@ int ModelRunner::captureGraphs()
                 m_screenScratch =
                     at::zeros({gpu::greedyScreenScratchWords(m_decoder.config().vocabSize, device)}, on.dtype(at::kLong));
                 m_screenHidden = at::empty({1, m_decoder.config().hiddenSize}, on.dtype(m_decoder.dtype()));
-                // LECTOR_SCREEN_L2_MB=N: the first N MB of the 8-bit head stay in the L2 between steps (an
-                // experiment, off by default: the set-aside is taken from every other kernel's L2 too).
-                const int l2Mb = std::atoi(envValue("LECTOR_SCREEN_L2_MB").c_str());
-                const std::int64_t l2Kept = l2Mb > 0 ? gpu::persistGreedyScreenInL2(*m_screenHead, std::int64_t(l2Mb) << 20) : 0;
                 m_screened.one = captured(persistent, 1, true);
                 if (m_longContextGraph) m_screened.longContext = captured(false, 1, true);
                 if (m_stepsGraph) m_screened.steps = captured(true, steps, true);
                 if (m_longContextStepsGraph) m_screened.longContextSteps = captured(false, steps, true);
                 keepScreenedGraphsIfBetter(/*timed=*/screen == Screen::Auto);
-                if (l2Mb > 0)
-                    m_screenReport += "; LECTOR_SCREEN_L2_MB=" + std::to_string(l2Mb) + ": " +
-                                      std::to_string(l2Kept >> 20) + " MB of the 8-bit head kept in the L2";
             } catch (const std::exception& e) {
                 dropScreenedGraphs();
                 const std::string what = e.what();
@@ -1212,7 +1205,6 @@ void ModelRunner::keepScreenedGraphsIfBetter(bool timed)
 
 void ModelRunner::dropScreenedGraphs()
 {
-    if (m_screenHead && m_screenHead->l2PersistBytes > 0) gpu::persistGreedyScreenInL2(*m_screenHead, 0);
     m_screened = ScreenedGraphs();
     m_screenHead.reset();
     m_screenHidden = m_screenScratch = at::Tensor();

@@ -254,16 +254,8 @@ cudaError_t launchGreedyScreen(const GreedyScreenParams& p, cudaStream_t stream)
     return dispatchDType(p.dtype, [&]<class T>() -> cudaError_t {
         if (smem > 48 * 1024)
             LECTOR_CUDA_TRY(cudaFuncSetAttribute(greedyScreenKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        // With PDL, and where asked the window of q whose lines persist in the L2's set-aside.
-        cudaLaunchAttribute window{};
-        window.id = cudaLaunchAttributeAccessPolicyWindow;
-        window.val.accessPolicyWindow.base_ptr = const_cast<int8_t*>(p.q);
-        window.val.accessPolicyWindow.num_bytes = p.l2PersistBytes;
-        window.val.accessPolicyWindow.hitRatio = 1.0f;
-        window.val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
-        window.val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-        return launchKernelWithAttribute(greedyScreenKernel<T>, dim3(p.numCtas), dim3(kThreads), smem, stream, dim3(0, 0, 0),
-                                         true, p.l2PersistBytes > 0 ? &window : nullptr, p);
+        return launchKernelWithPdl(greedyScreenKernel<T>, dim3(p.numCtas), dim3(kThreads), smem, stream, dim3(0, 0, 0),
+                                   true, p);
     });
 }
 

@@ -58,10 +58,6 @@ struct GreedyScreenParams {
     unsigned long long* scratch = nullptr;
     // Benchmarks and tests, optional: [0] += rows recomputed exactly, [1] += launches.
     unsigned long long* stats = nullptr;
-    // Optional: the first l2PersistBytes of q read as persisting L2 accesses (an access policy window on
-    // the launch; the context's set-aside from persistGreedyScreenInL2, gpu/ops.h), so that they stay in
-    // the L2 across the decoder's ~1 GB stream between two steps and the screen reads them from there.
-    size_t l2PersistBytes = 0;
     DecodeAdvance advance;              // contextLens == nullptr: none
 };
 
