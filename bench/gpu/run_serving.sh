@@ -281,12 +281,14 @@ burst_with thr64 /tmp/pages64 90
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
 python3 - "$W" <<'PY'
-import json, os, sys
+import json, os, re, sys
 for n in ("thr64", "thr256", "thr64_sdpa"):
     if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
         continue
     try:
-        j = json.load(open("%s/%s.json" % (sys.argv[1], n)))
+        # The bench's stderr shares the file: a log line may come before or after its JSON object.
+        text = open("%s/%s.json" % (sys.argv[1], n)).read()
+        j = json.JSONDecoder().raw_decode(text[re.search(r"^\{", text, re.M).start():])[0]
         print(n, {k: v for k, v in j.items() if k not in ("stages_ms",)})
     except Exception as e:
         print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
