@@ -143,12 +143,14 @@ burst_header() {
 }
 burst_row() {
   python3 - "$@" <<'PY'
-import json, sys
+import json, os, sys
 f, tok, img, n = sys.argv[1:]
 try:
     j = json.load(open(f))
 except Exception:
-    print("| %s | %s | %s | failed: %s |" % (tok, img, n, open(f).read()[-300:].replace("\n", " "))); sys.exit()
+    log = f[:-len(".json")] + ".log"  # the bench's stderr, beside its JSON
+    tail = open(log).read()[-300:] if os.path.exists(log) else open(f).read()[-300:]
+    print("| %s | %s | %s | failed: %s |" % (tok, img, n, tail.replace("\n", " "))); sys.exit()
 t = j.get("throughput", {})
 e = t.get("engine_steps", {})
 steps = lambda k: "%s (%.0f ms)" % (e[k]["steps"], e[k]["ms"]) if k in e else "-"
@@ -161,6 +163,6 @@ budget_burst() {
   local tok=${2%/*} img=${2#*/} f
   f="$W/burst_${tok}_${img}_$(basename "$1")_$RANDOM.json"
   timeout "$3" $CLI bench "$1" $H --max-tokens-per-step "$tok" --vision-images-per-step "$img" --no-latency \
-    --warmup 0 --repeat 1 --json > "$f" 2>&1
+    --warmup 0 --repeat 1 --json > "$f" 2> "${f%.json}.log"
   burst_row "$f" "$tok" "$img" "$(ls "$1" | wc -l)"
 }

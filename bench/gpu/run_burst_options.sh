@@ -51,7 +51,7 @@ if section warmup; then
       page=$(awk '$1 ~ /^(vision|prefill|first_token|total)$/ {printf "%s ", $2}' "$W/first_page_${round}${flag}.txt")
       load=$(grep -o "warm-up of .*" "$W/first_page_${round}${flag}.txt" | head -1)
       f="$W/first_burst_${round}${flag}.json"
-      timeout 60 $CLI bench /tmp/pages64 $H $flag --no-latency --warmup 0 --repeat 1 --json > "$f" 2>&1
+      timeout 60 $CLI bench /tmp/pages64 $H $flag --no-latency --warmup 0 --repeat 1 --json > "$f" 2> "${f%.json}.log"
       rate=$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["throughput_img_per_s"])' "$f" 2>/dev/null)
       echo "| ${flag:-on} | ${load:--} | $page | ${rate:-failed} |" | tee -a "$W/warmup.md"
     done

@@ -269,29 +269,29 @@ for n in 1 8; do
 done
 same_page "decode graph steps 1 vs 8 (1000 tokens)" "$W/steps_long_1.jsonl" "$W/steps_long_8.jsonl" | tee -a "$W/latency.txt"
 step "64 and 256 pages at once"
-# burst_with NAME PAGES LIMIT [ARG...]: the folder's pages submitted at once, the bench's JSON in $W/NAME.json;
-# VAR=VALUE arguments go to the environment, the others to lector-cli.
+# burst_with NAME PAGES LIMIT [ARG...]: the folder's pages submitted at once, the bench's JSON in $W/NAME.json
+# and its stderr (log lines, libtorch's warnings, errors) in $W/NAME.log; VAR=VALUE arguments go to the
+# environment, the others to lector-cli.
 burst_with() {
   local name=$1 pages=$2 limit=$3 vars=() flags=(); shift 3
   for a in "$@"; do if [[ $a =~ ^[A-Z_0-9]+= ]]; then vars+=("$a"); else flags+=("$a"); fi; done
   env "${vars[@]}" timeout "$limit" $CLI bench "$pages" $H "${flags[@]}" --no-latency --warmup 0 --repeat 1 --json \
-    > "$W/$name.json" 2>&1
+    > "$W/$name.json" 2> "$W/$name.log"
 }
 burst_with thr64 /tmp/pages64 90
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
 python3 - "$W" <<'PY'
-import json, os, re, sys
+import json, os, sys
 for n in ("thr64", "thr256", "thr64_sdpa"):
-    if not os.path.exists("%s/%s.json" % (sys.argv[1], n)):
+    path = "%s/%s" % (sys.argv[1], n)
+    if not os.path.exists(path + ".json"):
         continue
     try:
-        # The bench's stderr shares the file: a log line may come before or after its JSON object.
-        text = open("%s/%s.json" % (sys.argv[1], n)).read()
-        j = json.JSONDecoder().raw_decode(text[re.search(r"^\{", text, re.M).start():])[0]
+        j = json.load(open(path + ".json"))
         print(n, {k: v for k, v in j.items() if k not in ("stages_ms",)})
     except Exception as e:
-        print(n, "unreadable:", e, open("%s/%s.json" % (sys.argv[1], n)).read()[-600:])
+        print(n, "unreadable:", e, open(path + ".json").read()[-300:], open(path + ".log").read()[-600:])
 PY
 # The step budgets against each other in this run (call 171 moved the default from 2048 to 8192 tokens a
 # step on one sample each): the old default and the new one in turn, twice, and 16 images a step. Full
@@ -303,7 +303,8 @@ PY
   for pair in 2048/8 8192/8 8192/16 2048/8 8192/8 8192/16; do budget_burst /tmp/pages $pair 60 | tee -a "$W/budget.md"; done
   # What the first burst after loading pays for first sights (allocator growth, new product shapes): the
   # 64 pages again right after an unmeasured burst of them, at the default budgets.
-  timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --warmup-burst --repeat 1 --json > "$W/thr64_warm.json" 2>&1
+  timeout 60 $CLI bench /tmp/pages64 $H --no-latency --warmup 0 --warmup-burst --repeat 1 --json > "$W/thr64_warm.json" \
+    2> "$W/thr64_warm.log"
   burst_row "$W/thr64_warm.json" "8192 (warm)" 8 64 | tee -a "$W/budget.md"; }
 # The first page after loading, one request in a fresh process (the table's one-request figure is warm;
 # with the warm-up pages at load the two have matched since call 176).
@@ -314,9 +315,9 @@ PY
 [ -n "${QUICK:-}" ] && { diagnostics; step "done (QUICK: no tiny pool, no Poisson stream)"; exit 0; }
 step "a KV pool far too small: 16 pages with 8192 cache tokens (preemption by recompute on the GPU path)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --no-latency --warmup 0 --repeat 1 --copies 16 --kv-cache-tokens 8192 --json \
-  > "$W/tinypool.json" 2>&1
+  > "$W/tinypool.json" 2> "$W/tinypool.log"
 python3 -c "import json;j=json.load(open('$W/tinypool.json'));t=j['throughput'];print('tiny pool:', t['finished'], 'of', t['requests'], 'finished,', t['failures'], 'failed,', t['preemptions'], 'preemptions, peak', t['kv_blocks']['peak'], 'of', t['kv_blocks']['total'], 'blocks')" \
-  || tail -5 "$W/tinypool.json"
+  || tail -5 "$W/tinypool.json" "$W/tinypool.log"
 RATE=$(python3 -c "import json;print(round(0.7*json.load(open('$W/thr64.json'))['throughput_img_per_s'],2))" 2>/dev/null || echo 10)
 step "Poisson stream at $RATE req/s, 64..1024 new tokens"
 # 64 distinct pages cycled; one warm-up pass over them, no burst (over 256 pages, with their warm-up one
