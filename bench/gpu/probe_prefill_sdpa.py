@@ -60,6 +60,7 @@ def main():
         flop = 4.0 * prompts * HQ * HD * T * (T + 1) / 2
         for name, be in backends:
             for expand in (False, True):
+                gqa = "expanded (copy timed)" if expand else "enable_gqa"
                 try:
                     with sdpa_kernel(be):
                         out = attend(q, k, v, expand)
@@ -76,11 +77,11 @@ def main():
                         except RuntimeError:
                             ms, how = median_ms(run, reps=7, launches=1, warmup=2), " (eager: no graph)"
                 except RuntimeError as e:
-                    print(f"| {prompts} | {name} | {'expanded' if expand else 'enable_gqa'} | not available "
+                    print(f"| {prompts} | {name} | {gqa} | not available "
                           f"({str(e).splitlines()[0][:80]}) | | |")
                     continue
                 us = ms * 1000 / LAYERS
-                print(f"| {prompts} | {name} | {'expanded (copy timed)' if expand else 'enable_gqa'} | {us:.1f}{how} | "
+                print(f"| {prompts} | {name} | {gqa} | {us:.1f}{how} | "
                       f"{flop / (us * 1e-6) / 1e12:.0f} | {diff:.1e} |")
         del bufs
         torch.cuda.empty_cache()
