@@ -265,12 +265,16 @@ int64_t pagedDecodeClusterPartitions(const at::Tensor& keyCache, int64_t numQHea
     return 0;
 }
 
-void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
-                          const at::Tensor& valueCache, const at::Tensor& blockTable,
-                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize,
-                          int64_t clusterPartitions, int64_t rowPartitions)
+namespace {
+
+// pagedDecodeAttention's checks and Params; `workspace` keeps the split-K partials alive for the launch.
+PagedDecodeAttentionParams decodeAttentionParams(const at::Tensor& out, const at::Tensor& query,
+                                                 const at::Tensor& keyCache, const at::Tensor& valueCache,
+                                                 const at::Tensor& blockTable, const at::Tensor& contextLens,
+                                                 int64_t maxContextLen, double scale, int64_t partitionSize,
+                                                 int64_t clusterPartitions, int64_t rowPartitions, at::Tensor& workspace,
+                                                 const char* op)
 {
-    const char* op = "pagedDecodeAttention";
     checkCaches(keyCache, valueCache, op);
     checkLike(query, keyCache, op, "query");
     checkLike(out, keyCache, op, "out");
@@ -325,12 +329,26 @@ void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const 
                     p.partitionSize, " must be a multiple of ", kKvBlockSize);
     }
     p.scale = static_cast<float>(scale);
-    at::Tensor workspace;
     if (const int64_t floats = pagedDecodeWorkspaceFloats(p); floats > 0 && query.is_cuda()) {
         workspace = at::empty({floats}, query.options().dtype(at::kFloat));
         p.workspace = workspace.data_ptr<float>();
         p.counters = splitCounters(query, numSeqs * numKvHeads, op);
     }
+    return p;
+}
+
+}  // namespace
+
+void pagedDecodeAttention(const at::Tensor& out, const at::Tensor& query, const at::Tensor& keyCache,
+                          const at::Tensor& valueCache, const at::Tensor& blockTable,
+                          const at::Tensor& contextLens, int64_t maxContextLen, double scale, int64_t partitionSize,
+                          int64_t clusterPartitions, int64_t rowPartitions)
+{
+    const char* op = "pagedDecodeAttention";
+    at::Tensor workspace;
+    const PagedDecodeAttentionParams p =
+        decodeAttentionParams(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale,
+                              partitionSize, clusterPartitions, rowPartitions, workspace, op);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
 }
 
@@ -705,6 +723,58 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
     p.slotMapping = slotMapping.data_ptr<int64_t>();
     p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
+}
+
+void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
+                              const at::Tensor& value, const at::Tensor& keyCache, const at::Tensor& valueCache,
+                              const at::Tensor& blockTable, const at::Tensor& contextLens, int64_t maxContextLen,
+                              double scale, int64_t rowPartitions, const at::Tensor& positions,
+                              const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                              const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                              const at::Tensor& slotMapping)
+{
+    const char* op = "pagedDecodeAttentionRope";
+    TORCH_CHECK(rowPartitions > 0, op, ": needs rowPartitions > 0 (the one-pass kernel), got ", rowPartitions);
+    if (!query.is_cuda()) {  // the two references in turn: the same results, query and key left rotated
+        qkNormRopeWriteKv(query, key, value, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps,
+                          keyCache, valueCache, slotMapping);
+        pagedDecodeAttention(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale, -1, 0,
+                             rowPartitions);
+        return;
+    }
+    // The checks of both ops; the rotation's Params only for their fields.
+    const QkNormRopeParams r =
+        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
+    checkLike(value, query, op, "value");
+    checkHeads(value, key.size(0), key.size(1), key.size(2), op, "value");
+    checkAux(slotMapping, query, at::kLong, 1, op, "slotMapping");
+    TORCH_CHECK(slotMapping.size(0) == query.size(0), op, ": slotMapping has ", slotMapping.size(0), " slots for ",
+                query.size(0), " sequences");
+    at::Tensor workspace;
+    PagedDecodeAttentionParams p =
+        decodeAttentionParams(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale, -1, 0,
+                              rowPartitions, workspace, op);
+    TORCH_CHECK(key.size(1) == keyCache.size(2), op, ": key has ", key.size(1), " heads, the cache ", keyCache.size(2));
+    DecodeRopeParams& rp = p.rope;
+    rp.key = key.data_ptr();
+    rp.value = value.data_ptr();
+    rp.keyRowStride = key.stride(0);
+    rp.valueRowStride = value.stride(0);
+    rp.keyCache = keyCache.data_ptr();
+    rp.valueCache = valueCache.data_ptr();
+    rp.slotMapping = slotMapping.data_ptr<int64_t>();
+    rp.numCacheSlots = keyCache.size(0) * keyCache.size(1);
+    rp.positions = r.positions;
+    rp.positionsInt64 = r.positionsInt64;
+    rp.positionsAxisStride = r.positionsAxisStride;
+    rp.cosSinCache = r.cosSinCache;
+    rp.maxPosition = r.maxPosition;
+    rp.numPosAxes = r.numPosAxes;
+    std::copy(std::begin(r.sections), std::end(r.sections), std::begin(rp.sections));
+    rp.queryNormWeight = r.queryNormWeight;
+    rp.keyNormWeight = r.keyNormWeight;
+    rp.eps = r.eps;
+    dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
 }
 
 void siluAndMul(const at::Tensor& out, const at::Tensor& input)

@@ -133,6 +133,19 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
                        const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
                        const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping);
 
+// A decode step's qkNormRopeWriteKv and pagedDecodeAttention with row partitions in one kernel on CUDA
+// (gpu/kernels/paged_decode_attention.cuh, DecodeRopeParams): query and key are the raw projections
+// ([numSeqs, heads, headDim] views of the qkv rows), value as it is; one new token per sequence at
+// slotMapping, the other arguments as those two ops take them. On CUDA query and key are left raw, on the
+// CPU (the two references in turn) rotated: read neither afterwards. rowPartitions must be > 0.
+void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key,
+                              const at::Tensor& value, const at::Tensor& keyCache, const at::Tensor& valueCache,
+                              const at::Tensor& blockTable, const at::Tensor& contextLens, int64_t maxContextLen,
+                              double scale, int64_t rowPartitions, const at::Tensor& positions,
+                              const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                              const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                              const at::Tensor& slotMapping);
+
 // out = silu(input[:, :d]) * input[:, d:]. out: [numTokens, d]; input: [numTokens, 2d].
 void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 

@@ -126,6 +126,7 @@ struct ModelRunner::DecodeGraph {
 ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options)
     : m_decoder(decoder), m_kv(kv), m_options(options)
 {
+    if (envOff("LECTOR_FUSED_DECODE_ROPE")) m_options.fusedDecodeRope = false;
     c10::InferenceMode inference;
     const hy::TextConfig& c = decoder.config();
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
@@ -306,6 +307,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         return from == 0 && len == t.size(0) ? t : t.narrow(0, from, len);
     };
     const std::int64_t singles = meta.decodeOnly ? meta.numSeqs : meta.numLeadingSingles;  // one row each
+    const bool fusedRope = meta.decodeOnly && m_decodeRowParts > 0 && m_options.fusedDecodeRope;
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
         const at::Tensor qkv = addNormProject(w.inputNorm, kQkv, l);  // [n, (hq + 2 hk) d]
@@ -315,23 +317,30 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const int layerIdx = static_cast<int>(l);
         const at::Tensor keyCache = m_kv.keys(layerIdx).view({-1, bs, hk, d});
         const at::Tensor valueCache = m_kv.values(layerIdx).view({-1, bs, hk, d});
-        gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps, keyCache,
-                               valueCache, meta.slots);
-        // Rows [0, singles) are sequences of one new token each, all of a decode-only step's and a mixed
-        // step's leading decodes: decode attention, split over their contexts. The rest take prefill
-        // attention, where a decode token's rows would sweep its whole context in one CTA (a prompt beside
-        // 63 decodes: 161 against 117 us a layer split; perf.md, call 99).
-        if (singles > 0)
-            gpu::pagedDecodeAttention(rowsOf(attn, 0, singles), rowsOf(q, 0, singles), keyCache, valueCache,
-                                      rowsOf(meta.blockTable, 0, singles), rowsOf(meta.contextLens, 0, singles),
-                                      meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
-                                      m_decodeRowParts);
-        if (singles < meta.numSeqs)
-            gpu::pagedPrefillAttention(rowsOf(attn, singles, n - singles), rowsOf(q, singles, n - singles), keyCache,
-                                       valueCache, rowsOf(meta.blockTable, singles, meta.numSeqs - singles),
-                                       singles > 0 ? meta.restCuSeqlensQ : meta.cuSeqlensQ,
-                                       rowsOf(meta.contextLens, singles, meta.numSeqs - singles), meta.maxQueryLen,
-                                       meta.maxContextLen, m_scale);
+        if (fusedRope) {
+            // The rotation and the K/V write inside the attention kernel (graphs of row partitions).
+            gpu::pagedDecodeAttentionRope(attn, q, k, v, keyCache, valueCache, meta.blockTable, meta.contextLens,
+                                          meta.maxContextLen, m_scale, m_decodeRowParts, meta.positions, m_cosSin,
+                                          w.queryNorm, w.keyNorm, m_sections, eps, meta.slots);
+        } else {
+            gpu::qkNormRopeWriteKv(q, k, v, meta.positions, m_cosSin, w.queryNorm, w.keyNorm, m_sections, eps,
+                                   keyCache, valueCache, meta.slots);
+            // Rows [0, singles) are sequences of one new token each, all of a decode-only step's and a mixed
+            // step's leading decodes: decode attention, split over their contexts. The rest take prefill
+            // attention, where a decode token's rows would sweep its whole context in one CTA (a prompt
+            // beside 63 decodes: 161 against 117 us a layer split; perf.md, call 99).
+            if (singles > 0)
+                gpu::pagedDecodeAttention(rowsOf(attn, 0, singles), rowsOf(q, 0, singles), keyCache, valueCache,
+                                          rowsOf(meta.blockTable, 0, singles), rowsOf(meta.contextLens, 0, singles),
+                                          meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
+                                          m_decodeRowParts);
+            if (singles < meta.numSeqs)
+                gpu::pagedPrefillAttention(rowsOf(attn, singles, n - singles), rowsOf(q, singles, n - singles),
+                                           keyCache, valueCache, rowsOf(meta.blockTable, singles, meta.numSeqs - singles),
+                                           singles > 0 ? meta.restCuSeqlensQ : meta.cuSeqlensQ,
+                                           rowsOf(meta.contextLens, singles, meta.numSeqs - singles), meta.maxQueryLen,
+                                           meta.maxContextLen, m_scale);
+        }
         pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
         if (siluInside) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
@@ -638,7 +647,8 @@ std::string ModelRunner::tuningKey() const
         << "options: graphs " << o.cudaGraphs << ", max graph batch " << o.maxGraphBatch << ", graph context "
         << o.graphContextTokens << ", skinny " << o.skinnyRows << ", tensor cores " << o.tensorCoreRows << ", apart "
         << o.tensorCoreApart << ", persistent " << static_cast<int>(o.persistentDecode) << ", cluster attention up to "
-        << o.attentionClusterMaxBatch << ", chain tuning " << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on")
+        << o.attentionClusterMaxBatch << ", fused decode rope " << o.fusedDecodeRope << ", chain tuning "
+        << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on")
         // (programmatic dependent launch changes every timing: a comparison without it tunes for itself)
         << ", PDL " << (envOff("LECTOR_PDL") ? "off" : "on") << "\n";
     return key.str();

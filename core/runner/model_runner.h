@@ -83,6 +83,10 @@ struct RunnerOptions {
     // screen's reference (tests); Off captures none. LECTOR_GREEDY_SCREEN=0 / 1 overrides (comparisons).
     enum class GreedyScreen { Auto, On, Off };
     GreedyScreen greedyScreen = GreedyScreen::Auto;
+    // Decode steps with row partitions (the graphs of more than a few sequences) rotate and write the new
+    // tokens' K/V inside the attention kernel (gpu::pagedDecodeAttentionRope) instead of in a QK-norm/RoPE
+    // kernel before it: one kernel less a layer. LECTOR_FUSED_DECODE_ROPE=0 turns it off (comparisons).
+    bool fusedDecodeRope = true;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.

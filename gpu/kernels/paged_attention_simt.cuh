@@ -43,6 +43,7 @@
 
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
+#include "gpu/kernels/qk_norm_rope_warp.cuh"
 
 namespace lector::gpu::detail {
 
@@ -71,6 +72,7 @@ struct SimtArgs {
     int numPartitions;
     int rowPartitions;           // > 0: each row takes min(rowPartitions, its blocks) equal shares (one pass)
     float scale;
+    DecodeRopeParams rope;       // rope.key set (decode rows, one pass): query raw, rotated here (kRope)
 };
 
 struct RowInfo {
@@ -248,12 +250,32 @@ __device__ __forceinline__ float tokenLogit(const float (&q)[kVecElems<T>], cons
 //
 // first: the warp's first block (page warp of the partition) is already in kFirst / vFirst, loaded
 // before the PDL wait (decode rows); firstValid says whether it is a block of the pool.
-template <class T, int D, int G, int kWarps, int kSteps>
+// Puts the new token of a fused-RoPE launch (kRope) in place of what a block's loads read from its cache
+// slot, which the launch writes but never reads back: newestTok is its index in the row (-1: not in this
+// partition), newKv its rotated K then its V in shared memory, [2][kLanesPerToken] 16-byte slices (kept
+// there, not in registers, so the one-pass loop keeps its 128 registers). kSteps is a compile-time bound.
+template <int kSteps, int kTokensPerStep>
+__device__ __forceinline__ void substituteNewest(int newestTok, const uint4* newKv, int page, int tokInStep, int sub,
+                                                 uint4 (&kRaw)[kSteps], uint4 (&vRaw)[kSteps])
+{
+    if (newestTok < 0 || page != newestTok / kKvBlockSize) return;  // warp-uniform
+    const int step = (newestTok % kKvBlockSize) / kTokensPerStep;
+    if (tokInStep != newestTok % kTokensPerStep) return;
+    constexpr int kLanesPerToken = 32 / kTokensPerStep;
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+        if (s == step) {
+            kRaw[s] = newKv[sub];
+            vRaw[s] = newKv[kLanesPerToken + sub];
+        }
+}
+
+template <class T, int D, int G, int kWarps, int kSteps, bool kRope = false>
 __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>], const int32_t* table,
                              int firstPage, int numPages, int end, const T* kHead, const T* vHead,
                              int64_t tokenStride, float* partial, float* redMax, float* redSum, float (&maxLogit)[G],
                              float (&sum)[G], bool first, bool firstValid, const uint4 (&kFirst)[kSteps],
-                             const uint4 (&vFirst)[kSteps])
+                             const uint4 (&vFirst)[kSteps], int newestTok = -1, const uint4* newKv = nullptr)
 {
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
@@ -329,6 +351,7 @@ __device__ void attendOnline(const SimtArgs& a, const float (&q)[G][kVecElems<T>
         for (int s = 0; s < kSteps; ++s) kRaw[s] = loadNc16(kHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) vRaw[s] = loadNc16(vHead + base + (s * kTokensPerStep + tokInStep) * tokenStride);
+        if constexpr (kRope) substituteNewest<kSteps, kTokensPerStep>(newestTok, newKv, page, tokInStep, sub, kRaw, vRaw);
         consume(page, kRaw, vRaw);
     }
     // Token groups of a warp step share dims and the warp's max: fold their sums and outputs.
@@ -501,7 +524,12 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
 // kCluster: the partitions are the CTAs of a cluster along z, split by the row's own context, and
 // merged by clusterMerge (decode rows only); otherwise split-K partitions (equal shares of the row's
 // context, bounded by partitionLen or counted by rowPartitions) merged through the ticket.
-template <class T, int D, int G, int kPreBlocks, bool kCluster>
+// kRope (one pass, decode rows): QK-norm + XD-RoPE of the rows' new tokens and their K/V write done here
+// (DecodeRopeParams): the row's rotation table and norm weights are staged in shared memory before the wait;
+// after it each CTA rotates its raw queries in registers, and the CTA whose partition ends at the newest
+// token rotates that key, writes it and the value to the cache slot and attends to both from registers
+// (in place of the stale slot its loads read).
+template <class T, int D, int G, int kPreBlocks, bool kCluster, bool kRope = false>
 __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                                   kPreBlocks == 0 && !kCluster ? onlineMinCtas<T, G>() : 1)
     pagedAttentionSimtKernel(SimtArgs a)
@@ -509,6 +537,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     constexpr int kThreads = kCluster ? kClusterThreads : kAttnThreads;
     constexpr int kWarps = kThreads / 32;
     constexpr bool kOnline = kPreBlocks == 0 && !kCluster;  // one pass, attendOnline
+    static_assert(!kRope || kOnline, "the fused rotation is built into the one-pass variant only");
     if constexpr (kCluster) clusterArriveRelaxed();  // waited on in clusterMerge
     constexpr int kVec = kVecElems<T>;
     constexpr int kLanesPerToken = D / kVec;
@@ -594,14 +623,43 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                 for (int s = 0; s < kSteps; ++s) kReg[j][s] = vReg[j][s] = make_uint4(0, 0, 0, 0);
         }
     }
+    extern __shared__ float smem[];
+    // kRope (kRopeSmemFloats, after the one-pass variant's other shared memory): [cos | sin | query-norm
+    // weight | key-norm weight] per dim for this row's token (step inputs and weights, read before the wait),
+    // then the rotated queries [G, D] (scaled, float), then the new token's rotated K and its V [2, D] (T).
+    [[maybe_unused]] float* ropeTab = smem + kWarps * G * D + 2 * kWarps * G;
+    [[maybe_unused]] float* qRot = ropeTab + 4 * D;
+    [[maybe_unused]] uint4* newKv = reinterpret_cast<uint4*>(qRot + G * D);
+    [[maybe_unused]] int64_t newSlot = -1;
+    if constexpr (kRope) {
+        const DecodeRopeParams& rp = a.rope;
+        for (int d = threadIdx.x; d < D; d += kThreads) {
+            const int j = d % (D / 2);
+            int axis = 0;
+            for (int bound = rp.sections[0]; axis + 1 < rp.numPosAxes && j >= bound; bound += rp.sections[axis + 1])
+                ++axis;
+            const int64_t i = axis * rp.positionsAxisStride + row;
+            int64_t pos = rp.positionsInt64 ? static_cast<const int64_t*>(rp.positions)[i]
+                                            : static_cast<const int32_t*>(rp.positions)[i];
+            pos = min(max(pos, int64_t(0)), int64_t(rp.maxPosition - 1));
+            const float* cs = rp.cosSinCache + pos * D;
+            ropeTab[d] = cs[j];
+            ropeTab[D + d] = cs[D / 2 + j];
+            ropeTab[2 * D + d] = rp.queryNormWeight ? toFloat(static_cast<const T*>(rp.queryNormWeight)[d]) : 1.0f;
+            ropeTab[3 * D + d] = rp.keyNormWeight ? toFloat(static_cast<const T*>(rp.keyNormWeight)[d]) : 1.0f;
+        }
+        newSlot = rp.slotMapping[row];
+    }
     gridDependencyWait();
     allowDependentLaunch();
+    // Decode: the newest token again (the previous kernel wrote it), except under kRope, where this launch
+    // computes it; prefill: all now.
 #pragma unroll
     for (int j = 0; j < kPre; ++j)
-        if (preBlocks && preValid[j]) loadPre(j, early);  // decode: the newest token again; prefill: all now
+        if (!kRope && preBlocks && preValid[j]) loadPre(j, early);
+    if constexpr (kRope) __syncthreads();  // ropeTab
 
     T* out = static_cast<T*>(a.out) + row * a.outRowStride + kvHead * G * D;
-    extern __shared__ float smem[];
     const int mainFloats = kOnline ? kWarps * G * D : max(G * a.partitionLen, kWarps * G * D);
     float* logits = smem;                 // [G, partitionLen], then p = exp(logit - max)
     float* redMax = smem + mainFloats;    // [kWarps, G]
@@ -627,6 +685,53 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         const T* qHead = static_cast<const T*>(a.query) + row * a.queryRowStride + (kvHead * G + min(g8, G - 1)) * D + 8 * t4;
 #pragma unroll
         for (int c = 0; c < D / 32; ++c) qFrag[c] = g8 < G ? loadNc16(qHead + 32 * c) : make_uint4(0, 0, 0, 0);
+    } else if constexpr (kRope) {
+        // A warp per query head of this KV head, and one for the new key where this partition ends at the
+        // row's newest token: qk_norm_rope.cu's arithmetic (qkNormRopeWarp) into shared memory; then every
+        // lane takes its dims of the rotated queries, and the warp that holds the newest block its K and V.
+        const DecodeRopeParams& rp = a.rope;
+        constexpr int kPairs = kRopePairsPerLane<D>, kHalf = D / 2;
+        const bool holdsNewest = end == r.numKeys;  // CTA-uniform; numTok > 0 here
+        T* newK = reinterpret_cast<T*>(newKv);
+        for (int h = warp; h < G + (holdsNewest ? 1 : 0); h += kWarps) {  // warp-uniform
+            const bool isKey = h == G;
+            const T* x = isKey ? static_cast<const T*>(rp.key) + row * rp.keyRowStride + int64_t(kvHead) * D
+                               : static_cast<const T*>(a.query) + row * a.queryRowStride + (kvHead * G + h) * D;
+            const float* w = ropeTab + (isKey ? 3 : 2) * D;
+            float c[kPairs], sn[kPairs], w1[kPairs], w2[kPairs];
+#pragma unroll
+            for (int i = 0; i < kPairs; ++i) {
+                const int j = min(lane + 32 * i, kHalf - 1);  // lanes past D/2 compute what is not stored
+                c[i] = ropeTab[j];
+                sn[i] = ropeTab[D + j];
+                w1[i] = w[j];
+                w2[i] = w[kHalf + j];
+            }
+            T lo[kPairs], hi[kPairs];
+            qkNormRopeWarp<T, D>(x, c, sn, w1, w2, (isKey ? rp.keyNormWeight : rp.queryNormWeight) != nullptr, rp.eps,
+                                 lo, hi);
+#pragma unroll
+            for (int i = 0; i < kPairs; ++i) {
+                const int j = lane + 32 * i;
+                if (j >= kHalf) continue;
+                if (isKey) {
+                    newK[j] = lo[i];
+                    newK[kHalf + j] = hi[i];
+                } else {
+                    qRot[h * D + j] = toFloat(lo[i]) * a.scale;
+                    qRot[h * D + kHalf + j] = toFloat(hi[i]) * a.scale;
+                }
+            }
+            if (isKey) {  // the value, as it is
+                const T* v = static_cast<const T*>(rp.value) + row * rp.valueRowStride + int64_t(kvHead) * D;
+                for (int j = lane; j < D; j += 32) newK[D + j] = v[j];
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) q[g][e] = qRot[g * D + sub * kVec + e];
     } else {
 #pragma unroll
         for (int g = 0; g < G; ++g) {
@@ -635,12 +740,29 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
             for (int e = 0; e < kVec; ++e) q[g][e] = v.v[e] * a.scale;
         }
     }
+    // kRope: the new token's K and V into the cache slot, and in place of the stale slot in the block the
+    // warp loaded before the wait (later blocks take them in attendOnline).
+    [[maybe_unused]] int newestTok = -1;
+    if constexpr (kRope) {
+        if (end == r.numKeys) {
+            newestTok = r.numKeys - 1;
+            if (warp == 0 && lane < kLanesPerToken && newSlot >= 0 && newSlot < a.rope.numCacheSlots) {
+                const int64_t cell = (newSlot * a.numKvHeads + kvHead) * D + sub * kVec;
+                *reinterpret_cast<uint4*>(static_cast<T*>(a.rope.keyCache) + cell) = newKv[sub];
+                *reinterpret_cast<uint4*>(static_cast<T*>(a.rope.valueCache) + cell) = newKv[kLanesPerToken + sub];
+            }
+            if (preValid[0])
+                substituteNewest<kSteps, kTokensPerStep>(newestTok, newKv, firstPage + warp, tokInStep, sub, kReg[0],
+                                                         vReg[0]);
+        }
+    }
 
     float maxLogit[G], sum[G];
     float* partial = smem;  // [kWarps, G, D]: each warp's unnormalised output at the CTA's max
     if constexpr (kOnline) {
-        attendOnline<T, D, G, kWarps, kSteps>(a, q, table, firstPage, numPages, end, kHead, vHead, tokenStride, partial,
-                                              redMax, redSum, maxLogit, sum, preBlocks, preValid[0], kReg[0], vReg[0]);
+        attendOnline<T, D, G, kWarps, kSteps, kRope>(a, q, table, firstPage, numPages, end, kHead, vHead, tokenStride,
+                                                     partial, redMax, redSum, maxLogit, sum, preBlocks, preValid[0],
+                                                     kReg[0], vReg[0], newestTok, newKv);
     } else {
         // --- pass 1: logits ---
         float localMax[G];
@@ -856,6 +978,11 @@ cudaError_t clusterKernel(void (**kernel)(SimtArgs))
     return allowed;
 }
 
+// Shared memory the fused rotation adds (floats): [cos | sin | query weight | key weight] x D, the rotated
+// queries [G, D], then the new token's K and V (2 D elements of T, at most 2 D floats).
+template <int D, int G>
+constexpr int kRopeSmemFloats = 4 * D + G * D + 2 * D;
+
 // Launches the SIMT kernel for element type T. cluster: a.numPartitions (2..kMaxClusterParts) CTAs per
 // (row, KV head) in one cluster each, merged through distributed shared memory (decode rows, sm_90);
 // a.partitionLen must then cover the longest row's share, ceil(blocks / numPartitions) blocks.
@@ -878,6 +1005,19 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     if (a.queryRowStride % kVec != 0 || a.outRowStride % kVec != 0 || !aligned16(a.query) || !aligned16(a.out) ||
         !aligned16(a.keyCache) || !aligned16(a.valueCache))
         return cudaErrorInvalidValue;
+    // The fused rotation: one-pass decode launches only, writing the caches it attends to.
+    const DecodeRopeParams& rp = a.rope;
+    const bool rope = rp.key != nullptr;
+    if (rope && (cluster || prefetch || a.cuSeqlensQ || !rp.value || !rp.slotMapping || !rp.positions ||
+                 !rp.cosSinCache || rp.maxPosition <= 0 || rp.numPosAxes < 1 || rp.numPosAxes > 4 ||
+                 rp.keyCache != a.keyCache || rp.valueCache != a.valueCache || rp.keyRowStride % kVec != 0 ||
+                 rp.valueRowStride % kVec != 0 || !aligned16(rp.key) || !aligned16(rp.value)))
+        return cudaErrorInvalidValue;
+    if (rope) {
+        int sectionSum = 0;
+        for (int i = 0; i < rp.numPosAxes; ++i) sectionSum += rp.sections[i];
+        if (sectionSum != headDim / 2) return cudaErrorInvalidValue;
+    }
     if (a.numRows == 0) return cudaSuccess;
     return dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
@@ -890,6 +1030,9 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
                                               stream, dim3(1, 1, static_cast<unsigned>(a.numPartitions)), a);
             }
             const size_t smem = simtSmemBytes<D, G>(a.partitionLen, kAttnWarps, 0, !prefetch);
+            if (rope)  // + the row's rotation table and norm weights, and the new token's K and V
+                return launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false, true>, grid, kAttnThreads,
+                                    smem + kRopeSmemFloats<D, G> * sizeof(float), stream, a);
             return prefetch ? launchKernel(pagedAttentionSimtKernel<T, D, G, 1, false>, grid, kAttnThreads, smem, stream, a)
                             : launchKernel(pagedAttentionSimtKernel<T, D, G, 0, false>, grid, kAttnThreads, smem, stream, a);
         });

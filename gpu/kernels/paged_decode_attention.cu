@@ -37,6 +37,7 @@ cudaError_t launchPagedDecodeAttention(const PagedDecodeAttentionParams& p, cuda
     a.numPartitions = numPartitions;
     a.rowPartitions = p.rowPartitions;
     a.scale = p.scale;
+    a.rope = p.rope;
     return dispatchDType(p.dtype,
                          [&]<class T>() { return detail::launchPagedAttentionSimt<T>(a, p.headDim, stream, cluster); });
 }

@@ -1,7 +1,7 @@
-// QK-norm + XD-RoPE: one warp per (token, head); lane L holds the rotation pairs (j, j + D/2) for
-// j = L, L + 32, ..., so both halves of a pair stay in one thread and the RMS is one warp sum.
+// QK-norm + XD-RoPE: one warp per (token, head), qkNormRopeWarp (qk_norm_rope_warp.cuh).
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
+#include "gpu/kernels/qk_norm_rope_warp.cuh"
 
 namespace lector::gpu {
 namespace {
@@ -21,7 +21,7 @@ template <class T, int D>
 __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
 {
     constexpr int kHalf = D / 2;
-    constexpr int kPairsPerLane = (kHalf + 31) / 32;
+    constexpr int kPairsPerLane = detail::kRopePairsPerLane<D>;
     const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
     const int headsPerToken = p.numQHeads + p.numKvHeads;
     if (item >= int64_t(p.numTokens) * headsPerToken) return;  // warp-uniform; nothing to wait for
@@ -68,25 +68,13 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
         for (int j = lane; j < D; j += 32) valueDst[j] = v[j];
     }
 
-    float y1[kPairsPerLane], y2[kPairsPerLane];
-    float sumSq = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kPairsPerLane; ++i) {
-        const int j = lane + 32 * i;
-        y1[i] = y2[i] = 0.0f;
-        if (j >= kHalf) continue;
-        const float x1 = toFloat(x[j]), x2 = toFloat(x[kHalf + j]);
-        y1[i] = x1 * c[i] - x2 * s[i];
-        y2[i] = x2 * c[i] + x1 * s[i];
-        sumSq += y1[i] * y1[i] + y2[i] * y2[i];
-    }
-    const float inv = w ? rsqrtf(warpSum(sumSq) / D + p.eps) : 1.0f;
+    T lo[kPairsPerLane], hi[kPairsPerLane];
+    detail::qkNormRopeWarp<T, D>(x, c, s, w1, w2, w != nullptr, p.eps, lo, hi);
 #pragma unroll
     for (int i = 0; i < kPairsPerLane; ++i) {
         const int j = lane + 32 * i;
         if (j >= kHalf) continue;
-        const T a = fromFloat<T>(y1[i] * inv * w1[i]);
-        const T b = fromFloat<T>(y2[i] * inv * w2[i]);
+        const T a = lo[i], b = hi[i];
         x[j] = a;
         x[kHalf + j] = b;
         if (keyDst) {

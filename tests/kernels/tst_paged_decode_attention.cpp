@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "gpu/ref/paged_decode_attention_ref.h"
@@ -337,6 +338,93 @@ LECTOR_TEST(cudaReadsStridedQueriesAndSkipsBadBlockIds)
                                           tableGpu, lens, sp.context, 0.09, sp.partition, sp.cluster, sp.rows);
         kt::expectClose(std::string("strided query, block ids outside the pool, ") + sp.name, out, ref,
                         kt::nmseBound(at::kHalf));
+    }
+}
+
+LECTOR_TEST(cudaFusedRopeMatchesTheReferencesInTurn)
+{
+    kt::requireCuda();
+    // pagedDecodeAttentionRope: the new token's QK-norm + XD-RoPE and K/V write inside the one-pass kernel,
+    // against the CPU path of the same op (qkNormRopeWriteKv's reference, then this attention's) in the
+    // same dtype: the output, and the K/V the kernel wrote at each sequence's slot. The new token's cache
+    // slot holds NaN before the launch, so a kernel that attended to the stale slot instead of the key it
+    // rotated fails. Contexts put the new token in a warp's first block (loaded before the wait) and in a
+    // later one, at the first and last token of a block, in partitions of one block and of many; a
+    // sequence's slot of -1 writes nothing.
+    constexpr int kQHeads = 16, kKvHeads = 8, kMaxPos = 4096;
+    const std::vector<int> contexts{1, 16, 17, 1076, 33, 700, 5, 2048, 64, 65};
+    const int64_t numSeqs = int64_t(contexts.size());
+    at::Tensor cosSin = at::empty({kMaxPos, kHeadDim}, at::kFloat);
+    {
+        const double base = 10000.0 * std::pow(1000.0, 128.0 / 126.0);
+        auto c = cosSin.accessor<float, 2>();
+        for (int pos = 0; pos < kMaxPos; ++pos)
+            for (int j = 0; j < kHeadDim / 2; ++j) {
+                const double angle = pos * std::pow(base, -2.0 * j / kHeadDim);
+                c[pos][j] = float(std::cos(angle));
+                c[pos][kHeadDim / 2 + j] = float(std::sin(angle));
+            }
+    }
+    for (at::ScalarType type : kt::floatTypes()) {
+        const kt::PagedKv kv = kt::makePagedKv(contexts, kKvHeads, kHeadDim, type, 41);
+        at::Tensor slots = at::empty({numSeqs}, at::kLong);
+        for (int64_t s = 0; s < numSeqs; ++s) {
+            const int t = contexts[s] - 1;
+            slots[s] = int64_t(kv.blockTable[s][t / 16].item<int32_t>()) * 16 + t % 16;
+        }
+        at::Tensor keys = kv.keyCache.clone(), values = kv.valueCache.clone();
+        const at::Tensor flatKeys = keys.view({-1, kKvHeads, kHeadDim}), flatValues = values.view({-1, kKvHeads, kHeadDim});
+        for (int64_t s = 0; s < numSeqs; ++s) {
+            flatKeys[slots[s].item<int64_t>()].fill_(NAN);
+            flatValues[slots[s].item<int64_t>()].fill_(NAN);
+        }
+        at::Tensor writeSlots = slots.clone();
+        writeSlots[6] = -1;  // (its output then reads the NaN slot on both paths: left out of the comparison)
+        const at::Tensor qkv = kt::randn({numSeqs, (kQHeads + 2 * kKvHeads) * kHeadDim}, 42, type);
+        at::Tensor positions = at::randint(0, kMaxPos, {4, numSeqs}, kt::generator(43), at::kLong);
+        for (int64_t s = 0; s < numSeqs; ++s) positions[0][s] = contexts[s] - 1;
+        const std::vector<int> sections{16, 16, 16, 16};
+        const at::Tensor qNorm = (kt::randn({kHeadDim}, 44) * 0.2 + 1.0).to(type);
+        const at::Tensor kNorm = (kt::randn({kHeadDim}, 45) * 0.2 + 1.0).to(type);
+        auto views = [&](const at::Tensor& t) {
+            return std::array<at::Tensor, 3>{
+                t.slice(1, 0, kQHeads * kHeadDim).view({-1, kQHeads, kHeadDim}),
+                t.slice(1, kQHeads * kHeadDim, (kQHeads + kKvHeads) * kHeadDim).view({-1, kKvHeads, kHeadDim}),
+                t.slice(1, (kQHeads + kKvHeads) * kHeadDim).view({-1, kKvHeads, kHeadDim})};
+        };
+        const double scale = 1.0 / std::sqrt(double(kHeadDim));
+        const int64_t gridContext = kv.blockTable.size(1) * 16;
+        // The reference: both CPU references in turn, in this dtype.
+        const at::Tensor refQkv = qkv.clone(), refKeys = keys.clone(), refValues = values.clone();
+        const auto [rq, rk, rv] = views(refQkv);
+        const at::Tensor ref = at::full({numSeqs, kQHeads, kHeadDim}, NAN, qkv.options());
+        lector::gpu::pagedDecodeAttentionRope(ref, rq, rk, rv, refKeys, refValues, kv.blockTable, kv.contextLens,
+                                              gridContext, scale, 3, positions, cosSin, qNorm, kNorm, sections, 1e-6,
+                                              writeSlots);
+        std::vector<int64_t> kept;
+        for (int64_t s = 0; s < numSeqs; ++s)
+            if (s != 6) kept.push_back(s);
+        const at::Tensor keep = at::tensor(kept, at::kLong);
+        for (int64_t rowParts : {1, 3, 64}) {
+            const at::Tensor gpuQkv = qkv.cuda(), gpuKeys = keys.cuda(), gpuValues = values.cuda();
+            const auto [q, k, v] = views(gpuQkv);
+            const at::Tensor out = at::full({numSeqs, kQHeads, kHeadDim}, NAN, gpuQkv.options());
+            lector::gpu::pagedDecodeAttentionRope(out, q, k, v, gpuKeys, gpuValues, kv.blockTable.cuda(),
+                                                  kv.contextLens.cuda(), gridContext, scale, rowParts, positions.cuda(),
+                                                  cosSin.cuda(), qNorm.cuda(), kNorm.cuda(), sections, 1e-6,
+                                                  writeSlots.cuda());
+            const std::string name = kt::typeName(type) + " fused rope, row partitions " + std::to_string(rowParts);
+            kt::expectClose(name, out.cpu().index_select(0, keep).to(at::kFloat),
+                            ref.index_select(0, keep).to(at::kFloat), kt::nmseBound(type));
+            // The K/V written at the slots (none at the slot of -1, which keeps its NaN).
+            const at::Tensor written = slots.index_select(0, keep);
+            kt::expectClose(name + ", keys written", gpuKeys.cpu().view({-1, kKvHeads, kHeadDim}).index_select(0, written).to(at::kFloat),
+                            refKeys.view({-1, kKvHeads, kHeadDim}).index_select(0, written).to(at::kFloat),
+                            kt::nmseBound(type));
+            LECTOR_CHECK(at::equal(gpuValues.cpu().view({-1, kKvHeads, kHeadDim}).index_select(0, written),
+                                   refValues.view({-1, kKvHeads, kHeadDim}).index_select(0, written)));
+            LECTOR_CHECK(at::isnan(gpuKeys.cpu().view({-1, kKvHeads, kHeadDim})[slots[6].item<int64_t>()]).all().item<bool>());
+        }
     }
 }
 
