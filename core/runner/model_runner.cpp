@@ -126,7 +126,8 @@ struct ModelRunner::DecodeGraph {
 ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options)
     : m_decoder(decoder), m_kv(kv), m_options(options)
 {
-    if (envOff("LECTOR_FUSED_DECODE_ROPE")) m_options.fusedDecodeRope = false;
+    if (const std::string v = envValue("LECTOR_FUSED_DECODE_ROPE"); v == "0" || v == "1")
+        m_options.fusedDecodeRope = v == "1";  // for comparison, either way
     c10::InferenceMode inference;
     const hy::TextConfig& c = decoder.config();
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);

@@ -85,8 +85,9 @@ struct RunnerOptions {
     GreedyScreen greedyScreen = GreedyScreen::Auto;
     // Decode steps with row partitions (the graphs of more than a few sequences) rotate and write the new
     // tokens' K/V inside the attention kernel (gpu::pagedDecodeAttentionRope) instead of in a QK-norm/RoPE
-    // kernel before it: one kernel less a layer. LECTOR_FUSED_DECODE_ROPE=0 turns it off (comparisons).
-    bool fusedDecodeRope = true;
+    // kernel before it: one kernel less a layer. Off until the GPU has timed it (earlier fusions of the kind
+    // lost: docs/perf.md runs 13-14 and 22-23, calls 74-75). LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides.
+    bool fusedDecodeRope = false;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
