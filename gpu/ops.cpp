@@ -699,12 +699,15 @@ void qkNormRope(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
 }
 
-void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
-                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
-                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping)
+namespace {
+
+// qkNormRopeWriteKv's checks and Params (also the fused rotation of pagedDecodeAttentionRope).
+QkNormRopeParams qkNormRopeWriteKvParams(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                         const at::Tensor& positions, const at::Tensor& cosSinCache,
+                                         const at::Tensor& queryNormWeight, const at::Tensor& keyNormWeight,
+                                         const std::vector<int>& sections, double eps, const at::Tensor& keyCache,
+                                         const at::Tensor& valueCache, const at::Tensor& slotMapping, const char* op)
 {
-    const char* op = "qkNormRopeWriteKv";
     QkNormRopeParams p =
         qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
     checkCaches(keyCache, valueCache, op);
@@ -722,6 +725,20 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
     p.valueTokenStride = value.stride(0);
     p.slotMapping = slotMapping.data_ptr<int64_t>();
     p.numCacheSlots = keyCache.size(0) * keyCache.size(1);
+    return p;
+}
+
+}  // namespace
+
+void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                       const at::Tensor& positions, const at::Tensor& cosSinCache, const at::Tensor& queryNormWeight,
+                       const at::Tensor& keyNormWeight, const std::vector<int>& sections, double eps,
+                       const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping)
+{
+    const char* op = "qkNormRopeWriteKv";
+    const QkNormRopeParams p = qkNormRopeWriteKvParams(query, key, value, positions, cosSinCache, queryNormWeight,
+                                                       keyNormWeight, sections, eps, keyCache, valueCache,
+                                                       slotMapping, op);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchQkNormRope), &ref::qkNormRopeRef);
 }
 
@@ -742,38 +759,12 @@ void pagedDecodeAttentionRope(const at::Tensor& out, const at::Tensor& query, co
                              rowPartitions);
         return;
     }
-    // The checks of both ops; the rotation's Params only for their fields.
-    const QkNormRopeParams r =
-        qkNormRopeParams(query, key, positions, cosSinCache, queryNormWeight, keyNormWeight, sections, eps, op);
-    checkLike(value, query, op, "value");
-    checkHeads(value, key.size(0), key.size(1), key.size(2), op, "value");
-    checkAux(slotMapping, query, at::kLong, 1, op, "slotMapping");
-    TORCH_CHECK(slotMapping.size(0) == query.size(0), op, ": slotMapping has ", slotMapping.size(0), " slots for ",
-                query.size(0), " sequences");
     at::Tensor workspace;
     PagedDecodeAttentionParams p =
         decodeAttentionParams(out, query, keyCache, valueCache, blockTable, contextLens, maxContextLen, scale, -1, 0,
                               rowPartitions, workspace, op);
-    TORCH_CHECK(key.size(1) == keyCache.size(2), op, ": key has ", key.size(1), " heads, the cache ", keyCache.size(2));
-    DecodeRopeParams& rp = p.rope;
-    rp.key = key.data_ptr();
-    rp.value = value.data_ptr();
-    rp.keyRowStride = key.stride(0);
-    rp.valueRowStride = value.stride(0);
-    rp.keyCache = keyCache.data_ptr();
-    rp.valueCache = valueCache.data_ptr();
-    rp.slotMapping = slotMapping.data_ptr<int64_t>();
-    rp.numCacheSlots = keyCache.size(0) * keyCache.size(1);
-    rp.positions = r.positions;
-    rp.positionsInt64 = r.positionsInt64;
-    rp.positionsAxisStride = r.positionsAxisStride;
-    rp.cosSinCache = r.cosSinCache;
-    rp.maxPosition = r.maxPosition;
-    rp.numPosAxes = r.numPosAxes;
-    std::copy(std::begin(r.sections), std::end(r.sections), std::begin(rp.sections));
-    rp.queryNormWeight = r.queryNormWeight;
-    rp.keyNormWeight = r.keyNormWeight;
-    rp.eps = r.eps;
+    p.rope = qkNormRopeWriteKvParams(query, key, value, positions, cosSinCache, queryNormWeight, keyNormWeight,
+                                     sections, eps, keyCache, valueCache, slotMapping, op);
     dispatch(query, op, p, LECTOR_LAUNCHER(launchPagedDecodeAttention), &ref::pagedDecodeAttentionRef);
 }
 

@@ -72,7 +72,7 @@ struct SimtArgs {
     int numPartitions;
     int rowPartitions;           // > 0: each row takes min(rowPartitions, its blocks) equal shares (one pass)
     float scale;
-    DecodeRopeParams rope;       // rope.key set (decode rows, one pass): query raw, rotated here (kRope)
+    QkNormRopeParams rope;       // rope.key set (decode rows, one pass): query raw, rotated here (kRope)
 };
 
 struct RowInfo {
@@ -525,10 +525,10 @@ __device__ void clusterMerge(const float* partial, const float (&maxLogit)[G], c
 // merged by clusterMerge (decode rows only); otherwise split-K partitions (equal shares of the row's
 // context, bounded by partitionLen or counted by rowPartitions) merged through the ticket.
 // kRope (one pass, decode rows): QK-norm + XD-RoPE of the rows' new tokens and their K/V write done here
-// (DecodeRopeParams): the row's rotation table and norm weights are staged in shared memory before the wait;
-// after it each CTA rotates its raw queries in registers, and the CTA whose partition ends at the newest
-// token rotates that key, writes it and the value to the cache slot and attends to both from registers
-// (in place of the stale slot its loads read).
+// (PagedDecodeAttentionParams::rope): the row's rotation table and norm weights are staged in shared memory
+// before the wait; after it a warp per query head rotates into shared memory, and in the CTA whose partition
+// ends at the newest token one more warp rotates that key; the key and value go to the cache slot and are
+// attended to from shared memory (in place of the stale slot the loads read).
 template <class T, int D, int G, int kPreBlocks, bool kCluster, bool kRope = false>
 __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                                   kPreBlocks == 0 && !kCluster ? onlineMinCtas<T, G>() : 1)
@@ -632,17 +632,10 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     [[maybe_unused]] uint4* newKv = reinterpret_cast<uint4*>(qRot + G * D);
     [[maybe_unused]] int64_t newSlot = -1;
     if constexpr (kRope) {
-        const DecodeRopeParams& rp = a.rope;
+        const QkNormRopeParams& rp = a.rope;
         for (int d = threadIdx.x; d < D; d += kThreads) {
             const int j = d % (D / 2);
-            int axis = 0;
-            for (int bound = rp.sections[0]; axis + 1 < rp.numPosAxes && j >= bound; bound += rp.sections[axis + 1])
-                ++axis;
-            const int64_t i = axis * rp.positionsAxisStride + row;
-            int64_t pos = rp.positionsInt64 ? static_cast<const int64_t*>(rp.positions)[i]
-                                            : static_cast<const int32_t*>(rp.positions)[i];
-            pos = min(max(pos, int64_t(0)), int64_t(rp.maxPosition - 1));
-            const float* cs = rp.cosSinCache + pos * D;
+            const float* cs = rp.cosSinCache + ropePosition(rp, ropeAxisOf(rp, j), row) * D;
             ropeTab[d] = cs[j];
             ropeTab[D + d] = cs[D / 2 + j];
             ropeTab[2 * D + d] = rp.queryNormWeight ? toFloat(static_cast<const T*>(rp.queryNormWeight)[d]) : 1.0f;
@@ -678,6 +671,8 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         return;
     }
 
+    // kRope: this partition ends at the row's newest token (CTA-uniform; numTok > 0 here).
+    [[maybe_unused]] const bool holdsNewest = kRope && end == r.numKeys;
     float q[G][kVec];
     const T* qRow = static_cast<const T*>(a.query) + row * a.queryRowStride + kvHead * G * D + sub * kVec;
     [[maybe_unused]] uint4 qFrag[kMmaLogits ? D / 32 : 1];  // query head g8 (zero past G), dims 32c + 8 t4 ..
@@ -689,13 +684,12 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
         // A warp per query head of this KV head, and one for the new key where this partition ends at the
         // row's newest token: qk_norm_rope.cu's arithmetic (qkNormRopeWarp) into shared memory; then every
         // lane takes its dims of the rotated queries, and the warp that holds the newest block its K and V.
-        const DecodeRopeParams& rp = a.rope;
+        const QkNormRopeParams& rp = a.rope;
         constexpr int kPairs = kRopePairsPerLane<D>, kHalf = D / 2;
-        const bool holdsNewest = end == r.numKeys;  // CTA-uniform; numTok > 0 here
         T* newK = reinterpret_cast<T*>(newKv);
         for (int h = warp; h < G + (holdsNewest ? 1 : 0); h += kWarps) {  // warp-uniform
             const bool isKey = h == G;
-            const T* x = isKey ? static_cast<const T*>(rp.key) + row * rp.keyRowStride + int64_t(kvHead) * D
+            const T* x = isKey ? static_cast<const T*>(rp.key) + row * rp.keyTokenStride + int64_t(kvHead) * D
                                : static_cast<const T*>(a.query) + row * a.queryRowStride + (kvHead * G + h) * D;
             const float* w = ropeTab + (isKey ? 3 : 2) * D;
             float c[kPairs], sn[kPairs], w1[kPairs], w2[kPairs];
@@ -723,7 +717,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
                 }
             }
             if (isKey) {  // the value, as it is
-                const T* v = static_cast<const T*>(rp.value) + row * rp.valueRowStride + int64_t(kvHead) * D;
+                const T* v = static_cast<const T*>(rp.value) + row * rp.valueTokenStride + int64_t(kvHead) * D;
                 for (int j = lane; j < D; j += 32) newK[D + j] = v[j];
             }
         }
@@ -744,7 +738,7 @@ __global__ void __launch_bounds__(kCluster ? kClusterThreads : kAttnThreads,
     // warp loaded before the wait (later blocks take them in attendOnline).
     [[maybe_unused]] int newestTok = -1;
     if constexpr (kRope) {
-        if (end == r.numKeys) {
+        if (holdsNewest) {
             newestTok = r.numKeys - 1;
             if (warp == 0 && lane < kLanesPerToken && newSlot >= 0 && newSlot < a.rope.numCacheSlots) {
                 const int64_t cell = (newSlot * a.numKvHeads + kvHead) * D + sub * kVec;
@@ -1006,12 +1000,12 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
         !aligned16(a.keyCache) || !aligned16(a.valueCache))
         return cudaErrorInvalidValue;
     // The fused rotation: one-pass decode launches only, writing the caches it attends to.
-    const DecodeRopeParams& rp = a.rope;
+    const QkNormRopeParams& rp = a.rope;
     const bool rope = rp.key != nullptr;
     if (rope && (cluster || prefetch || a.cuSeqlensQ || !rp.value || !rp.slotMapping || !rp.positions ||
                  !rp.cosSinCache || rp.maxPosition <= 0 || rp.numPosAxes < 1 || rp.numPosAxes > 4 ||
-                 rp.keyCache != a.keyCache || rp.valueCache != a.valueCache || rp.keyRowStride % kVec != 0 ||
-                 rp.valueRowStride % kVec != 0 || !aligned16(rp.key) || !aligned16(rp.value)))
+                 rp.keyCache != a.keyCache || rp.valueCache != a.valueCache || rp.keyTokenStride % kVec != 0 ||
+                 rp.valueTokenStride % kVec != 0 || !aligned16(rp.key) || !aligned16(rp.value)))
         return cudaErrorInvalidValue;
     if (rope) {
         int sectionSum = 0;

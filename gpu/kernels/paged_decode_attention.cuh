@@ -16,37 +16,10 @@
 // kv_cache_write.cuh.
 #pragma once
 
+#include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/types.h"
 
 namespace lector::gpu {
-
-// QK-norm + XD-RoPE of each sequence's new token and its K/V write into the paged cache, done by the
-// attention kernel itself instead of by qkNormRopeWriteKv (qk_norm_rope.cuh) just before it: one kernel
-// and one dependency less per layer. The same arithmetic as that kernel (rotation, then RMSNorm with the
-// weight, rounded to the dtype); the query stays raw in its buffer and is rotated in registers, the key
-// is rotated and written to the cache by the CTA whose partition holds the newest token, which attends to
-// it from registers (the cache slot is not read back). Only the one-pass variant (row partitions or long
-// partitions), decode rows. key == nullptr: no fused rotation (query is already rotated, the cache written).
-struct DecodeRopeParams {
-    const void* key = nullptr;        // raw keys [numSeqs, numKvHeads, headDim], keyRowStride, heads contiguous
-    const void* value = nullptr;      // [numSeqs, numKvHeads, headDim], valueRowStride
-    int64_t keyRowStride = 0;         // elements
-    int64_t valueRowStride = 0;
-    void* keyCache = nullptr;         // the attention's caches, written at slotMapping
-    void* valueCache = nullptr;
-    const int64_t* slotMapping = nullptr;  // [numSeqs]; a slot outside [0, numCacheSlots) is not written
-    int64_t numCacheSlots = 0;
-    const void* positions = nullptr;  // [numPosAxes, numSeqs], positionsAxisStride; int64 or int32
-    bool positionsInt64 = true;
-    int64_t positionsAxisStride = 0;
-    const float* cosSinCache = nullptr;  // [maxPosition, headDim] float32, as in QkNormRopeParams
-    int maxPosition = 0;
-    int numPosAxes = 1;
-    int sections[4] = {0, 0, 0, 0};
-    const void* queryNormWeight = nullptr;  // [headDim] or nullptr (no QK-norm)
-    const void* keyNormWeight = nullptr;
-    float eps = 1e-5f;
-};
 
 struct PagedDecodeAttentionParams {
     DType dtype = DType::F16;          // of query, out and the caches
@@ -77,7 +50,14 @@ struct PagedDecodeAttentionParams {
     // by the ticket; the grid does not grow with maxContextLen. See pagedDecodeRowPartitions().
     int rowPartitions = 0;
     float scale = 1.0f;                // softmax scale, usually 1/sqrt(headDim)
-    DecodeRopeParams rope;             // rope.key set: query is raw, see DecodeRopeParams
+    // rope.key set (decode rows, the one-pass variant: row partitions or long partitions): QK-norm +
+    // XD-RoPE of each sequence's new token and its K/V write into the caches, done by this kernel instead
+    // of by qkNormRopeWriteKv (qk_norm_rope.cuh) just before it, one kernel and one dependency less a
+    // layer, with that kernel's arithmetic. query is then raw (left so in its buffer), rope.key the raw
+    // keys, rope.value the values; the CTA whose partition ends at the newest token writes its rotated key
+    // and value to the cache slot (rope.slotMapping, one a sequence) and attends to them from shared memory,
+    // never reading the slot back. rope's query, token and head counts are unused; its caches must be these.
+    QkNormRopeParams rope;
 };
 
 // Below 256 the automatic choice takes 64: one KV block per warp, the variant that loads K and V before

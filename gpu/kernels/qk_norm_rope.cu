@@ -9,14 +9,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
-__device__ __forceinline__ int64_t positionOf(const QkNormRopeParams& p, int axis, int64_t token)
-{
-    const int64_t i = axis * p.positionsAxisStride + token;
-    const int64_t pos = p.positionsInt64 ? static_cast<const int64_t*>(p.positions)[i]
-                                         : static_cast<const int32_t*>(p.positions)[i];
-    return min(max(pos, int64_t(0)), int64_t(p.maxPosition - 1));
-}
-
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
 {
@@ -39,9 +31,7 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
         c[i] = s[i] = 0.0f;
         w1[i] = w2[i] = 1.0f;
         if (j >= kHalf) continue;
-        int axis = 0;
-        for (int bound = p.sections[0]; axis + 1 < p.numPosAxes && j >= bound; bound += p.sections[axis + 1]) ++axis;
-        const float* cs = p.cosSinCache + positionOf(p, axis, token) * D;
+        const float* cs = p.cosSinCache + detail::ropePosition(p, detail::ropeAxisOf(p, j), token) * D;
         c[i] = cs[j];
         s[i] = cs[kHalf + j];
         if (w) {

@@ -1,4 +1,4 @@
-// QK-norm + XD-RoPE of one head's vector by one warp, the arithmetic shared by the QK-norm/RoPE kernel
+// QK-norm + XD-RoPE of one head's vector by one warp (and the positions it reads), the arithmetic shared by the QK-norm/RoPE kernel
 // (qk_norm_rope.cu) and decode attention's fused rotation (paged_attention_simt.cuh, kRope), so both
 // round the same values the same way. Lane L holds the rotation pairs (j, j + D/2) for j = L, L + 32, ...:
 // both halves of a pair stay in one thread and the RMS is one warp sum (neox pairing, rotate-half).
@@ -6,8 +6,26 @@
 #pragma once
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/qk_norm_rope.cuh"
 
 namespace lector::gpu::detail {
+
+// The position axis of frequency j (< D/2): the axes own p.sections[a] frequencies each, in order.
+__device__ __forceinline__ int ropeAxisOf(const QkNormRopeParams& p, int j)
+{
+    int axis = 0;
+    for (int bound = p.sections[0]; axis + 1 < p.numPosAxes && j >= bound; bound += p.sections[axis + 1]) ++axis;
+    return axis;
+}
+
+// Token `token`'s position on `axis`, clamped into the rotation table.
+__device__ __forceinline__ int64_t ropePosition(const QkNormRopeParams& p, int axis, int64_t token)
+{
+    const int64_t i = axis * p.positionsAxisStride + token;
+    const int64_t pos = p.positionsInt64 ? static_cast<const int64_t*>(p.positions)[i]
+                                         : static_cast<const int32_t*>(p.positions)[i];
+    return min(max(pos, int64_t(0)), int64_t(p.maxPosition - 1));
+}
 
 template <int D>
 constexpr int kRopePairsPerLane = (D / 2 + 31) / 32;

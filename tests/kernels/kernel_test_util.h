@@ -9,6 +9,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -50,6 +51,23 @@ inline std::string typeName(at::ScalarType t) { return gpu::dtypeName(toDType(t)
 inline at::Generator generator(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
 // Standard normal values (drawn in float32 on the CPU, then cast), scaled.
+// HunyuanOCR's rotation table [maxPosition, headDim] float32: cos | sin of pos * base^(-2j/headDim),
+// base = 10000 * 1000^(headDim / (headDim - 2)) (XD-RoPE's NTK alpha), computed in float64.
+inline at::Tensor ropeCosSinCache(int maxPosition, int headDim)
+{
+    const double base = 10000.0 * std::pow(1000.0, double(headDim) / (headDim - 2));
+    at::Tensor cache = at::empty({maxPosition, headDim}, at::kDouble);
+    auto c = cache.accessor<double, 2>();
+    for (int pos = 0; pos < maxPosition; ++pos) {
+        for (int j = 0; j < headDim / 2; ++j) {
+            const double angle = pos * std::pow(base, -2.0 * j / headDim);
+            c[pos][j] = std::cos(angle);
+            c[pos][headDim / 2 + j] = std::sin(angle);
+        }
+    }
+    return cache.to(at::kFloat);
+}
+
 inline at::Tensor randn(at::IntArrayRef sizes, uint64_t seed, at::ScalarType type = at::kFloat, double scale = 1.0)
 {
     return (at::randn(sizes, generator(seed), at::kFloat) * scale).to(type);

@@ -354,17 +354,7 @@ LECTOR_TEST(cudaFusedRopeMatchesTheReferencesInTurn)
     constexpr int kQHeads = 16, kKvHeads = 8, kMaxPos = 4096;
     const std::vector<int> contexts{1, 16, 17, 1076, 33, 700, 5, 2048, 64, 65};
     const int64_t numSeqs = int64_t(contexts.size());
-    at::Tensor cosSin = at::empty({kMaxPos, kHeadDim}, at::kFloat);
-    {
-        const double base = 10000.0 * std::pow(1000.0, 128.0 / 126.0);
-        auto c = cosSin.accessor<float, 2>();
-        for (int pos = 0; pos < kMaxPos; ++pos)
-            for (int j = 0; j < kHeadDim / 2; ++j) {
-                const double angle = pos * std::pow(base, -2.0 * j / kHeadDim);
-                c[pos][j] = float(std::cos(angle));
-                c[pos][kHeadDim / 2 + j] = float(std::sin(angle));
-            }
-    }
+    const at::Tensor cosSin = kt::ropeCosSinCache(kMaxPos, kHeadDim);
     for (at::ScalarType type : kt::floatTypes()) {
         const kt::PagedKv kv = kt::makePagedKv(contexts, kKvHeads, kHeadDim, type, 41);
         at::Tensor slots = at::empty({numSeqs}, at::kLong);

@@ -18,21 +18,7 @@ namespace {
 constexpr int kHeadDim = 128, kHalf = 64, kQHeads = 16, kKvHeads = 8, kMaxPos = 4096;
 constexpr double kEps = 1e-5;
 
-// [kMaxPos, 128] float32: cos | sin of pos * base^(-2j/128), base = 10000 * 1000^(128/126).
-at::Tensor cosSinCache()
-{
-    const double base = 10000.0 * std::pow(1000.0, 128.0 / 126.0);
-    at::Tensor cache = at::empty({kMaxPos, kHeadDim}, at::kDouble);
-    auto c = cache.accessor<double, 2>();
-    for (int pos = 0; pos < kMaxPos; ++pos) {
-        for (int j = 0; j < kHalf; ++j) {
-            const double angle = pos * std::pow(base, -2.0 * j / kHeadDim);
-            c[pos][j] = std::cos(angle);
-            c[pos][kHalf + j] = std::sin(angle);
-        }
-    }
-    return cache.to(at::kFloat);
-}
+at::Tensor cosSinCache() { return kt::ropeCosSinCache(kMaxPos, kHeadDim); }
 
 struct Inputs {
     at::Tensor qkv;        // [numTokens, 32 * 128]: q = heads 0..15, k = 16..23, v = 24..31
