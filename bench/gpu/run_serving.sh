@@ -108,12 +108,15 @@ if full_run; then
   echo "no chain tuning exit $?"
 fi
 grep -E "^\| batch|decode step (of|routes)" "$W/runner_nochain.md" "$W/runner_fp16.md" 2>/dev/null | head -40
-# The graphs' rotation and K/V write inside the attention kernel (LECTOR_FUSED_DECODE_ROPE=1, not the default
-# until measured) against the QK-norm/RoPE kernel before it, in every run: the decode steps of 1 to 64.
-step "the decode step with the rotation inside attention (LECTOR_FUSED_DECODE_ROPE=1)"
-LECTOR_FUSED_DECODE_ROPE=1 timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm \
-  --device cuda --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 1,4,8,16,32,64 > "$W/runner_rope_fused.md" 2>&1
-echo "rope fused exit $?"; grep -E "^\| batch|^\| *[0-9]+ \|" "$W/runner_rope_fused.md" 2>/dev/null | head -20
+# The graphs' rotation and K/V write inside the attention kernel (the default for graphs of up to 48
+# sequences since call 206) against the QK-norm/RoPE kernel before it (LECTOR_FUSED_DECODE_ROPE=0) and inside
+# attention at every size (=1), in every run: the decode steps of 4 to 64 sequences.
+for v in 0 1; do
+  step "the decode step with LECTOR_FUSED_DECODE_ROPE=$v"
+  LECTOR_FUSED_DECODE_ROPE=$v timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm \
+    --device cuda --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 4,8,16,32,48,64 > "$W/runner_rope_$v.md" 2>&1
+  echo "rope $v exit $?"; grep -E "^\| batch|decode step of" "$W/runner_rope_$v.md" 2>/dev/null | head -24
+done
 
 if full_run; then
   step "paged decode attention alone (table 3)"
@@ -287,12 +290,9 @@ burst_with() {
 burst_with thr64 /tmp/pages64 90
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
-# 64 pages with the rotation inside attention, then the default again (the bursts' noise in one run).
-burst_with thr64_rope_fused /tmp/pages64 90 LECTOR_FUSED_DECODE_ROPE=1
-burst_with thr64_again /tmp/pages64 90
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr256", "thr64_sdpa", "thr64_rope_fused", "thr64_again"):
+for n in ("thr64", "thr256", "thr64_sdpa"):
     path = "%s/%s" % (sys.argv[1], n)
     if not os.path.exists(path + ".json"):
         continue

@@ -126,8 +126,8 @@ struct ModelRunner::DecodeGraph {
 ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options)
     : m_decoder(decoder), m_kv(kv), m_options(options)
 {
-    if (const std::string v = envValue("LECTOR_FUSED_DECODE_ROPE"); v == "0" || v == "1")
-        m_options.fusedDecodeRope = v == "1";  // for comparison, either way
+    if (const std::string v = envValue("LECTOR_FUSED_DECODE_ROPE"); v == "0" || v == "1")  // comparisons
+        m_options.fusedDecodeRopeMaxBatch = v == "1" ? std::numeric_limits<int>::max() : 0;
     c10::InferenceMode inference;
     const hy::TextConfig& c = decoder.config();
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
@@ -308,7 +308,8 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         return from == 0 && len == t.size(0) ? t : t.narrow(0, from, len);
     };
     const std::int64_t singles = meta.decodeOnly ? meta.numSeqs : meta.numLeadingSingles;  // one row each
-    const bool fusedRope = meta.decodeOnly && m_decodeRowParts > 0 && m_options.fusedDecodeRope;
+    const bool fusedRope =
+        meta.decodeOnly && m_decodeRowParts > 0 && meta.numSeqs <= m_options.fusedDecodeRopeMaxBatch;
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
         const at::Tensor qkv = addNormProject(w.inputNorm, kQkv, l);  // [n, (hq + 2 hk) d]
@@ -648,7 +649,7 @@ std::string ModelRunner::tuningKey() const
         << "options: graphs " << o.cudaGraphs << ", max graph batch " << o.maxGraphBatch << ", graph context "
         << o.graphContextTokens << ", skinny " << o.skinnyRows << ", tensor cores " << o.tensorCoreRows << ", apart "
         << o.tensorCoreApart << ", persistent " << static_cast<int>(o.persistentDecode) << ", cluster attention up to "
-        << o.attentionClusterMaxBatch << ", fused decode rope " << o.fusedDecodeRope << ", chain tuning "
+        << o.attentionClusterMaxBatch << ", fused decode rope up to " << o.fusedDecodeRopeMaxBatch << ", chain tuning "
         << (envOff("LECTOR_CHAIN_TUNING") ? "off" : "on")
         // (programmatic dependent launch changes every timing: a comparison without it tunes for itself)
         << ", PDL " << (envOff("LECTOR_PDL") ? "off" : "on") << "\n";

@@ -83,11 +83,12 @@ struct RunnerOptions {
     // screen's reference (tests); Off captures none. LECTOR_GREEDY_SCREEN=0 / 1 overrides (comparisons).
     enum class GreedyScreen { Auto, On, Off };
     GreedyScreen greedyScreen = GreedyScreen::Auto;
-    // Decode steps with row partitions (the graphs of more than a few sequences) rotate and write the new
-    // tokens' K/V inside the attention kernel (gpu::pagedDecodeAttentionRope) instead of in a QK-norm/RoPE
-    // kernel before it: one kernel less a layer. Off until the GPU has timed it (earlier fusions of the kind
-    // lost: docs/perf.md runs 13-14 and 22-23, calls 74-75). LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides.
-    bool fusedDecodeRope = false;
+    // Decode graphs with row partitions (more than a few sequences) of up to this many sequences rotate and
+    // write the new tokens' K/V inside the attention kernel (gpu::pagedDecodeAttentionRope) instead of in a
+    // QK-norm/RoPE kernel before it: one kernel less a layer. On an H100 (docs/perf.md, call 206) that took
+    // 30-77 us off the steps of 4 to 48 sequences (2-6 %) and lost 14-47 us at 56 and 64; 0: never.
+    // LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides (never / every graph with row partitions: comparisons).
+    int fusedDecodeRopeMaxBatch = 48;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
