@@ -134,7 +134,7 @@ void qkNormRopeWriteKv(const at::Tensor& query, const at::Tensor& key, const at:
                        const at::Tensor& keyCache, const at::Tensor& valueCache, const at::Tensor& slotMapping);
 
 // A decode step's qkNormRopeWriteKv and pagedDecodeAttention with row partitions in one kernel on CUDA
-// (gpu/kernels/paged_decode_attention.cuh, DecodeRopeParams): query and key are the raw projections
+// (gpu/kernels/paged_decode_attention.cuh, PagedDecodeAttentionParams::rope): query and key are the raw projections
 // ([numSeqs, heads, headDim] views of the qkv rows), value as it is; one new token per sequence at
 // slotMapping, the other arguments as those two ops take them. On CUDA query and key are left raw, on the
 // CPU (the two references in turn) rotated: read neither afterwards. rowPartitions must be > 0.
