@@ -52,8 +52,8 @@ constexpr std::int64_t kLmHeadWarpGroupRows[] = {4, 8, 16, 32, 64};
 // A page's prompt (1058 image tokens and the instruction): the context the tuning times steps at.
 constexpr std::int64_t kTuningContext = 1076;
 
-// Microseconds rounded for the load's report lines.
-std::string roundedUs(double us) { return std::to_string(static_cast<int>(us + 0.5)); }
+// Microseconds rounded for the load's report lines; "-" where a way failed (timed as infinity).
+std::string roundedUs(double us) { return std::isfinite(us) ? std::to_string(static_cast<long long>(us + 0.5)) : "-"; }
 
 at::TensorOptions hostOptions(at::ScalarType type, const at::Device& device)
 {
@@ -126,8 +126,10 @@ struct ModelRunner::DecodeGraph {
 ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, RunnerOptions options)
     : m_decoder(decoder), m_kv(kv), m_options(options)
 {
-    if (const std::string v = envValue("LECTOR_FUSED_DECODE_ROPE"); v == "0" || v == "1")  // comparisons
+    if (const std::string v = envValue("LECTOR_FUSED_DECODE_ROPE"); v == "0" || v == "1") {  // comparisons
         m_options.fusedDecodeRopeMaxBatch = v == "1" ? std::numeric_limits<int>::max() : 0;
+        m_rotationForced = true;
+    }
     c10::InferenceMode inference;
     const hy::TextConfig& c = decoder.config();
     LECTOR_ASSERT(kv.blockSize() == gpu::kKvBlockSize);
@@ -308,8 +310,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         return from == 0 && len == t.size(0) ? t : t.narrow(0, from, len);
     };
     const std::int64_t singles = meta.decodeOnly ? meta.numSeqs : meta.numLeadingSingles;  // one row each
-    const bool fusedRope =
-        meta.decodeOnly && m_decodeRowParts > 0 && meta.numSeqs <= m_options.fusedDecodeRopeMaxBatch;
+    const bool fusedRope = meta.decodeOnly && m_decodeRowParts > 0 && rotationInside(meta.numSeqs);
     for (size_t l = 0; l < layers.size(); ++l) {
         const hy::TextDecoder::Layer& w = layers[l];
         const at::Tensor qkv = addNormProject(w.inputNorm, kQkv, l);  // [n, (hq + 2 hk) d]
@@ -404,6 +405,15 @@ ModelRunner::Route ModelRunner::route(std::int64_t rows, int which) const
     if (rows <= m_skinnyRows[which]) return Route::Simt;
     if (rows <= m_tensorCoreRows[which]) return m_options.tensorCoreApart ? Route::TensorCoreApart : Route::TensorCore;
     return Route::Library;
+}
+
+bool ModelRunner::rotationInside(std::int64_t seqs) const
+{
+    if (!m_rotationForced) {
+        const auto it = m_rotationInside.lower_bound(static_cast<int>(std::min<std::int64_t>(seqs, INT32_MAX)));
+        if (it != m_rotationInside.end()) return it->second;
+    }
+    return seqs <= m_options.fusedDecodeRopeMaxBatch;
 }
 
 std::optional<gpu::SkinnyEngine> ModelRunner::skinnyEngine(std::int64_t rows, int which) const
@@ -609,6 +619,7 @@ RunnerTuning ModelRunner::tuning() const
     for (const auto& [b, routes] : m_chainRoutes)
         for (int p = 0; p < kNumProjections; ++p)
             t.chainRoutes[b][static_cast<size_t>(p)] = static_cast<int>(routes[static_cast<size_t>(p)]);
+    t.rotationInside = m_rotationInside;
     using Kind = gpu::PersistentDecoder::Kind;
     t.singleSequence = !m_persistent                              ? RunnerTuning::kChain
                        : m_persistent->kind() == Kind::HeadParallel ? RunnerTuning::kHeadParallel
@@ -666,6 +677,8 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
             return false;
     }
     if (t.lmHeadWarpGroup >> std::size(kLmHeadWarpGroupRows)) return false;
+    for (const auto& [b, inside] : t.rotationInside)
+        if (b < 1) return false;
     for (const auto& [b, routes] : t.chainRoutes) {
         if (b < 1) return false;
         for (int r : routes)
@@ -696,6 +709,7 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
     for (const auto& [b, routes] : t.chainRoutes)
         for (int p = 0; p < kNumProjections; ++p)
             m_chainRoutes[b][static_cast<size_t>(p)] = static_cast<Route>(routes[static_cast<size_t>(p)]);
+    m_rotationInside = t.rotationInside;
     std::unique_ptr<gpu::PersistentDecoder> kept = keep ? std::move(*keep) : nullptr;
     m_persistent = std::move(kept);
     m_headParallel.reset();
@@ -749,12 +763,17 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const char* names[kNumProjections] = {"qkv", "o", "gate/up", "down"};
     const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart", "warp groups apart"};
     m_chainRoutes.clear();
+    m_rotationInside.clear();
     const auto t0 = std::chrono::steady_clock::now();
     for (const int b : graphBatchSizes(std::min(m_options.maxGraphBatch, gpu::kSkinnyTcMaxRows))) {
         if (b < kChainMinRows) continue;
         if (b * blocksPerSeq * bs > m_kv.numSlots()) break;  // the pool is too small for this batch at a page's context
         const Metadata meta = tuningStep(b, kTuningContext);
         useGraphAttention(b);
+        // The routes are timed with the rotation where the option puts it; then the other way once.
+        const bool rotatable = !m_rotationForced && m_decodeRowParts > 0;
+        const bool rotationByDefault = b <= m_options.fusedDecodeRopeMaxBatch;
+        if (rotatable) m_rotationInside[b] = rotationByDefault;
         auto step = [&] { return logits(forward(embedRows(meta, at::Tensor()), meta)); };
         Routes routes;
         for (int p = 0; p < kNumProjections; ++p) routes[static_cast<size_t>(p)] = route(b, p);  // per projection
@@ -767,6 +786,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             perProjectionUs = gpu::graphMicros(device, [&] { (void)step(); }, 3);
         } catch (const std::exception& e) {  // what the graphs would run fails: leave this size to them
             m_chainRoutes.erase(b);
+            m_rotationInside.erase(b);
             report.push_back("decode step of " + std::to_string(b) + " sequences: not timed (" + e.what() + ")");
             break;
         }
@@ -797,11 +817,32 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             }
         }
         m_chainRoutes[b] = routes;
+        const double routesUs = bestUs;
+        std::string rotation;
+        if (rotatable) {
+            // The QK-norm/RoPE kernel against the rotation inside decode attention, on these routes: one
+            // kernel less a layer, but on an H100 the fusion lost at 56 and 64 sequences (docs/perf.md,
+            // call 206), so each card says where. The other way is kept only at 1 % faster (noise).
+            m_rotationInside[b] = !rotationByDefault;
+            double us = std::numeric_limits<double>::infinity();
+            try {
+                const at::Tensor got = step().to(at::kFloat);
+                if ((got - want).norm().item<double>() / wantNorm <= 1e-2)
+                    us = gpu::graphMicros(device, [&] { (void)step(); }, 3);
+            } catch (const std::exception&) {  // this card does not run it: never
+            }
+            const bool flip = us < 0.99 * bestUs;
+            m_rotationInside[b] = flip != rotationByDefault;
+            if (flip) bestUs = us;
+            const double insideUs = rotationByDefault ? routesUs : us, apartUs = rotationByDefault ? us : routesUs;
+            rotation = std::string("; rotation inside attention ") + roundedUs(insideUs) + " us, apart " + roundedUs(apartUs) +
+                       " us (" + (m_rotationInside[b] ? "inside" : "apart") + " taken)";
+        }
         std::string line = "decode step of " + std::to_string(b) + " sequences:";
         for (int p = 0; p < kNumProjections; ++p)
             line += std::string(p ? "," : "") + " " + names[p] + " " + routeNames[static_cast<int>(routes[static_cast<size_t>(p)])];
-        report.push_back(line + " (" + roundedUs(bestUs) + " us, against " +
-                         roundedUs(perProjectionUs) + " with the per-projection choice)");
+        report.push_back(line + " (" + roundedUs(routesUs) + " us, against " + roundedUs(perProjectionUs) +
+                         " with the per-projection choice" + rotation + ")");
     }
     useEagerAttention();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();

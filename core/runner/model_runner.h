@@ -87,7 +87,10 @@ struct RunnerOptions {
     // write the new tokens' K/V inside the attention kernel (gpu::pagedDecodeAttentionRope) instead of in a
     // QK-norm/RoPE kernel before it: one kernel less a layer. On an H100 (docs/perf.md, call 206) that took
     // 30-77 us off the steps of 4 to 48 sequences (2-6 %) and lost 14-47 us at 56 and 64; 0: never.
-    // LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides (never / every graph with row partitions: comparisons).
+    // The load-time tuning (chooseChainRoutes) then times each graph size it tunes the other way too and
+    // keeps the faster, so this bound decides only the sizes it does not time (and everything when the
+    // tuning is off). LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides both (never / every graph with row
+    // partitions, untimed: comparisons).
     int fusedDecodeRopeMaxBatch = 48;
 };
 
@@ -152,8 +155,9 @@ public:
     // returns and keeps (layoutReport()) a line per projection.
     // On CUDA it then times the decode step itself for each graph size of 3 to 64 sequences, one
     // projection at a time through the matmul library and through the tensor-core engine behind the norm
-    // and SiLU-mul kernels, and keeps per size what makes the step faster (chooseChainRoutes; the
-    // environment variable LECTOR_CHAIN_TUNING=0 skips it). It also times a single-sequence decode step
+    // and SiLU-mul kernels, and keeps per size what makes the step faster; then the new tokens' rotation
+    // inside decode attention against the QK-norm/RoPE kernel before it, and keeps the faster
+    // (chooseChainRoutes; the environment variable LECTOR_CHAIN_TUNING=0 skips it). It also times a single-sequence decode step
     // through the persistent kernel and through the kernel chain, and keeps the faster (unless
     // options.persistentDecode is Always).
     std::vector<std::string> tuneLayouts();
@@ -202,6 +206,10 @@ private:
     // The route of projection `which` (kNumProjections: the LM head) at `rows` rows: chooseChainRoutes'
     // choice for the smallest graph size it timed at or above `rows`, else the per-projection tuning.
     Route route(std::int64_t rows, int which) const;
+    // Whether a decode-only step of `seqs` sequences with row partitions rotates its new tokens and writes
+    // their K/V inside the attention kernel: chooseChainRoutes' choice for the smallest graph size it timed
+    // at or above `seqs`, else RunnerOptions::fusedDecodeRopeMaxBatch.
+    bool rotationInside(std::int64_t seqs) const;
     // x [rows, in] times projection p of layer l -> [rows, out], in the tuned layout.
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
@@ -259,6 +267,10 @@ private:
     // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up and
     // down for steps of more rows than the next smaller size, up to this one.
     std::map<int, Routes> m_chainRoutes;
+    // chooseChainRoutes() too: per graph size it timed, whether its decode steps rotate inside attention
+    // (rotationInside()); sizes it did not time follow RunnerOptions::fusedDecodeRopeMaxBatch.
+    std::map<int, bool> m_rotationInside;
+    bool m_rotationForced = false;  // LECTOR_FUSED_DECODE_ROPE set: the option alone decides, untimed
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
     std::unique_ptr<gpu::PersistentDecoder> m_headParallel; // Auto's other candidate until choosePersistent()

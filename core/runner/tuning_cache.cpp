@@ -15,7 +15,7 @@ namespace lector::runner {
 
 namespace {
 
-constexpr int kFormat = 2;  // bump when the fields change meaning
+constexpr int kFormat = 3;  // bump when the fields change (3: rotation_inside)
 
 // FNV-1a, 64 bits: a stable name for the key (std::hash may differ between builds of the standard library).
 std::string hashHex(const std::string& text)
@@ -38,6 +38,20 @@ std::array<T, N> arrayOf(const nlohmann::json& j, const char* name)
     std::array<T, N> out{};
     for (size_t i = 0; i < N; ++i) out[i] = a[i].get<T>();
     return out;
+}
+
+// A graph size as a JSON object's key ("32"); throws naming the field otherwise.
+int graphSize(const std::string& text, const char* field)
+{
+    std::size_t used = 0;
+    int b = 0;
+    try {
+        b = std::stoi(text, &used);
+    } catch (const std::exception&) {  // not a number, or out of int's range
+        used = 0;
+    }
+    if (used != text.size() || b < 1) throw std::runtime_error(std::string(field) + ": bad graph size '" + text + "'");
+    return b;
 }
 
 }  // namespace
@@ -66,14 +80,14 @@ Result<RunnerTuning> readTuning(const std::filesystem::path& file, const std::st
         t.tensorCoresAgree = arrayOf<bool, RunnerTuning::kProjections>(j, "tensor_cores_agree");
         t.lmHeadWarpGroup = j.at("lm_head_warp_group").get<unsigned>();
         for (const auto& [size, routes] : j.at("chain_routes").items()) {
-            std::size_t used = 0;
-            const int b = std::stoi(size, &used);
-            if (used != size.size() || b < 1) throw std::runtime_error("chain_routes: bad graph size '" + size + "'");
+            const int b = graphSize(size, "chain_routes");
             if (!routes.is_array() || routes.size() != 4) throw std::runtime_error("chain_routes: expected 4 routes a size");
             std::array<int, 4> r{};
             for (size_t p = 0; p < 4; ++p) r[p] = routes[p].get<int>();
             t.chainRoutes[b] = r;
         }
+        for (const auto& [size, inside] : j.at("rotation_inside").items())
+            t.rotationInside[graphSize(size, "rotation_inside")] = inside.get<bool>();
         t.singleSequence = j.at("single_sequence").get<int>();
         t.longContextFrom = j.at("long_context_from").get<long long>();
         t.report = j.at("report").get<std::vector<std::string>>();
@@ -86,8 +100,9 @@ Result<RunnerTuning> readTuning(const std::filesystem::path& file, const std::st
 
 Result<void> writeTuning(const std::filesystem::path& file, const std::string& key, const RunnerTuning& t)
 {
-    nlohmann::json routes = nlohmann::json::object();
+    nlohmann::json routes = nlohmann::json::object(), inside = nlohmann::json::object();
     for (const auto& [b, r] : t.chainRoutes) routes[std::to_string(b)] = r;
+    for (const auto& [b, r] : t.rotationInside) inside[std::to_string(b)] = r;
     const nlohmann::json j = {{"format", kFormat},
                               {"key", key},
                               {"transposed", t.transposed},
@@ -96,6 +111,7 @@ Result<void> writeTuning(const std::filesystem::path& file, const std::string& k
                               {"tensor_cores_agree", t.tensorCoresAgree},
                               {"lm_head_warp_group", t.lmHeadWarpGroup},
                               {"chain_routes", routes},
+                              {"rotation_inside", inside},
                               {"single_sequence", t.singleSequence},
                               {"long_context_from", t.longContextFrom},
                               {"report", t.report},

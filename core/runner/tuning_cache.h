@@ -25,6 +25,7 @@ struct RunnerTuning {
     std::array<bool, kProjections> tensorCoresAgree{};  // the tensor-core engine matched the library
     unsigned lmHeadWarpGroup = 0;                       // ModelRunner's bit set of LM head row counts
     std::map<int, std::array<int, 4>> chainRoutes;      // graph size -> route of qkv, o, gate/up, down
+    std::map<int, bool> rotationInside;                 // graph size -> rotates inside decode attention
     int singleSequence = kChain;                        // what decodes a single sequence
     // Single-sequence contexts (keys) above this replay the kernel chain's graph instead of singleSequence's
     // kernels; 0: never; -1: not measured (from the kernels' prefetched context, ModelRunner::chooseLongContext).

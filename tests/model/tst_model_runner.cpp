@@ -199,7 +199,8 @@ LECTOR_TEST(aTuningFromAnEarlierStartServesTheReferenceLogits)
 }
 
 // A kept tuning that does not fit the runner changes nothing: a single-sequence decoder it does not have
-// (the CPU runner has no head-parallel kernels), a route that does not exist, a row count out of range.
+// (the CPU runner has no head-parallel kernels), a route that does not exist, a graph size below 1, a row
+// count out of range.
 LECTOR_TEST(aTuningThatDoesNotFitTheRunnerIsRefused)
 {
     c10::InferenceMode guard;
@@ -216,6 +217,9 @@ LECTOR_TEST(aTuningThatDoesNotFitTheRunnerIsRefused)
     t.chainRoutes[8] = {0, 9, 0, 0};
     LECTOR_CHECK(!runner.applyTuning(t));
     t.chainRoutes.clear();
+    t.rotationInside[0] = true;  // no graph of 0 sequences
+    LECTOR_CHECK(!runner.applyTuning(t));
+    t.rotationInside.clear();
     t.skinnyRows[2] = -3;
     LECTOR_CHECK(!runner.applyTuning(t));
     LECTOR_CHECK(runner.tuning() == before);

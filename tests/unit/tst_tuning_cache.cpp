@@ -24,6 +24,8 @@ RunnerTuning sample()
     t.lmHeadWarpGroup = 0b11110;
     t.chainRoutes[4] = {3, 1, 3, 1};
     t.chainRoutes[32] = {0, 3, 0, 4};
+    t.rotationInside[32] = true;
+    t.rotationInside[64] = false;
     t.singleSequence = RunnerTuning::kHeadParallel;
     t.longContextFrom = 3072;
     t.report = {"qkv: us at 1 / 8 / 32 rows ...", "decode step of 32 sequences: qkv library, ..."};
@@ -82,6 +84,12 @@ LECTOR_TEST(aDamagedTuningFileIsRefusedNamingIt)
         {"the long-context handover missing",
          std::string(good).replace(good.find("\"long_context_from\""), 19, "\"long_context_fromX\"")},
         {"an array too short", std::string(good).replace(good.find("\"transposed\""), 12, "\"transposed\": [true], \"x\"")},
+        {"the rotation's choices missing",
+         std::string(good).replace(good.find("\"rotation_inside\""), 17, "\"rotation_insideX\"")},
+        {"a rotation choice for a graph size that is no number",
+         std::string(good).replace(good.find("\"64\"", good.find("\"rotation_inside\"")), 4, "\"6x\"")},
+        {"a rotation choice that is no yes or no",
+         std::string(good).replace(good.find("false", good.find("\"rotation_inside\"")), 5, "\"no\"")},
     };
     for (const auto& [what, text] : damaged) {
         writeText(file, text);
