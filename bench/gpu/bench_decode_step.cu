@@ -96,6 +96,9 @@ struct Variant {
     // The attention split instead of the graphs' (attentionSplit): a cluster of this many partitions, or
     // with -1, 64-key partitions merged by the ticket.
     int attentionCluster = 0;
+    // The new tokens' QK-norm/XD-RoPE and K/V write inside decode attention (PagedDecodeAttentionParams::
+    // rope, the graphs with row partitions: from 3 sequences) instead of the QK-norm/RoPE kernel before it.
+    bool rotationInside = false;
 };
 
 struct Model {
@@ -309,15 +312,15 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
         } else {
             ok = ok && normedProjection(m, v, kQkvProj, m.qkv->ptr, *w.qkv, kQkv, *w.inputNorm, stream);
         }
-        if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
-        if (v.attention) {
-            gpu::PagedDecodeAttentionParams a = attentionParams(m, w, numSms);
-            if (v.attentionCluster != 0) {
-                a.clusterPartitions = std::max(v.attentionCluster, 0);
-                a.rowPartitions = 0;
-            }
-            run(gpu::launchPagedDecodeAttention(a, stream));
+        gpu::PagedDecodeAttentionParams a = attentionParams(m, w, numSms);
+        if (v.attentionCluster != 0) {
+            a.clusterPartitions = std::max(v.attentionCluster, 0);
+            a.rowPartitions = 0;
         }
+        const bool inside = v.rotationInside && v.rope && v.attention && a.rowPartitions > 0;
+        if (inside) a.rope = ropeParams(m, w);
+        else if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
+        if (v.attention) run(gpu::launchPagedDecodeAttention(a, stream));
         if (v.oProj)
             ok = ok && gemm(m, engineOf(v, rows, kOProj),
                             projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream);
@@ -370,6 +373,20 @@ std::vector<Variant> variants(int rows)
                 x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
             });
         }
+    }
+    if (rows > 2) {  // the rotation inside attention (the runner's choice per graph size since session 49)
+        add("rotation inside attention", [](Variant& x) { x.rotationInside = true; });
+        // Beside "tensor cores (apart) for qkv only" and "warp groups for qkv only": does the fusion's gain
+        // depend on the kernel before it (cuBLAS launches without PDL; ours load weights before their wait)?
+        add("rotation inside attention, qkv on tensor cores apart", [](Variant& x) {
+            x.rotationInside = true;
+            x.tcApart = 1u << kQkvProj;
+        });
+        if (rows >= 8)
+            add("rotation inside attention, qkv on warp groups", [](Variant& x) {
+                x.rotationInside = true;
+                x.wgApart = 1u << kQkvProj;
+            });
     }
     if (rows <= 4)  // the other splits of a few sequences' attention, in the chain (-1: 64-key partitions)
         for (int parts : rows == 1 ? std::vector<int>{8, 4, -1} : rows == 2 ? std::vector<int>{16, 8} : std::vector<int>{16, 8, -1})
