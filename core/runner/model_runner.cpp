@@ -833,7 +833,6 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             }
             const bool flip = us < 0.99 * bestUs;
             m_rotationInside[b] = flip != rotationByDefault;
-            if (flip) bestUs = us;
             const double insideUs = rotationByDefault ? routesUs : us, apartUs = rotationByDefault ? us : routesUs;
             rotation = std::string("; rotation inside attention ") + roundedUs(insideUs) + " us, apart " + roundedUs(apartUs) +
                        " us (" + (m_rotationInside[b] ? "inside" : "apart") + " taken)";
