@@ -1003,15 +1003,10 @@ cudaError_t launchPagedAttentionSimt(const SimtArgs& a, int headDim, cudaStream_
     const QkNormRopeParams& rp = a.rope;
     const bool rope = rp.key != nullptr;
     if (rope && (cluster || prefetch || a.cuSeqlensQ || !rp.value || !rp.slotMapping || !rp.positions ||
-                 !rp.cosSinCache || rp.maxPosition <= 0 || rp.numPosAxes < 1 || rp.numPosAxes > 4 ||
-                 rp.keyCache != a.keyCache || rp.valueCache != a.valueCache || rp.keyTokenStride % kVec != 0 ||
-                 rp.valueTokenStride % kVec != 0 || !aligned16(rp.key) || !aligned16(rp.value)))
+                 !rp.cosSinCache || !ropeTableValid(rp, headDim) || rp.keyCache != a.keyCache ||
+                 rp.valueCache != a.valueCache || rp.keyTokenStride % kVec != 0 || rp.valueTokenStride % kVec != 0 ||
+                 !aligned16(rp.key) || !aligned16(rp.value)))
         return cudaErrorInvalidValue;
-    if (rope) {
-        int sectionSum = 0;
-        for (int i = 0; i < rp.numPosAxes; ++i) sectionSum += rp.sections[i];
-        if (sectionSum != headDim / 2) return cudaErrorInvalidValue;
-    }
     if (a.numRows == 0) return cudaSuccess;
     return dispatchHeadDim(headDim, [&]<int D>() {
         return dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {

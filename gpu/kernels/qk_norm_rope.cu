@@ -78,12 +78,8 @@ __global__ void __launch_bounds__(kThreads) qkNormRopeKernel(QkNormRopeParams p)
 
 cudaError_t launchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream)
 {
-    if (p.numTokens < 0 || p.numQHeads < 0 || p.numKvHeads < 0 || p.maxPosition <= 0 || p.numPosAxes < 1 ||
-        p.numPosAxes > 4)
+    if (p.numTokens < 0 || p.numQHeads < 0 || p.numKvHeads < 0 || !ropeTableValid(p, p.headDim))
         return cudaErrorInvalidValue;
-    int sectionSum = 0;
-    for (int a = 0; a < p.numPosAxes; ++a) sectionSum += p.sections[a];
-    if (sectionSum != p.headDim / 2) return cudaErrorInvalidValue;
     if (p.keyCache && (!p.valueCache || !p.value || !p.slotMapping || p.numCacheSlots < 0)) return cudaErrorInvalidValue;
     const int64_t items = int64_t(p.numTokens) * (p.numQHeads + p.numKvHeads);
     if (items == 0) return cudaSuccess;

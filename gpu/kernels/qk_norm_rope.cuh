@@ -48,6 +48,16 @@ struct QkNormRopeParams {
     int64_t numCacheSlots = 0;
 };
 
+// What both launchers that rotate (launchQkNormRope, decode attention's PagedDecodeAttentionParams::rope)
+// need of p's rotation table: rows to read, 1 to 4 position axes, sections covering headDim / 2 frequencies.
+inline bool ropeTableValid(const QkNormRopeParams& p, int headDim)
+{
+    if (p.maxPosition <= 0 || p.numPosAxes < 1 || p.numPosAxes > 4) return false;
+    int sectionSum = 0;
+    for (int a = 0; a < p.numPosAxes; ++a) sectionSum += p.sections[a];
+    return sectionSum == headDim / 2;
+}
+
 #ifdef LECTOR_GPU_HAVE_LAUNCHERS
 cudaError_t launchQkNormRope(const QkNormRopeParams& p, cudaStream_t stream);
 #endif

@@ -1,7 +1,8 @@
-// QK-norm + XD-RoPE of one head's vector by one warp (and the positions it reads), the arithmetic shared by the QK-norm/RoPE kernel
-// (qk_norm_rope.cu) and decode attention's fused rotation (paged_attention_simt.cuh, kRope), so both
-// round the same values the same way. Lane L holds the rotation pairs (j, j + D/2) for j = L, L + 32, ...:
-// both halves of a pair stay in one thread and the RMS is one warp sum (neox pairing, rotate-half).
+// QK-norm + XD-RoPE of one head's vector by one warp (and the positions it reads), the arithmetic shared
+// by the QK-norm/RoPE kernel (qk_norm_rope.cu) and decode attention's fused rotation
+// (paged_attention_simt.cuh, kRope), so both round the same values the same way. Lane L holds the
+// rotation pairs (j, j + D/2) for j = L, L + 32, ...: both halves of a pair stay in one thread and the
+// RMS is one warp sum (neox pairing, rotate-half).
 // Internal to gpu/kernels (include from .cu / .cuh only, after common.cuh).
 #pragma once
 

@@ -50,7 +50,6 @@ inline std::string typeName(at::ScalarType t) { return gpu::dtypeName(toDType(t)
 
 inline at::Generator generator(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
-// Standard normal values (drawn in float32 on the CPU, then cast), scaled.
 // HunyuanOCR's rotation table [maxPosition, headDim] float32: cos | sin of pos * base^(-2j/headDim),
 // base = 10000 * 1000^(headDim / (headDim - 2)) (XD-RoPE's NTK alpha), computed in float64.
 inline at::Tensor ropeCosSinCache(int maxPosition, int headDim)
@@ -68,6 +67,7 @@ inline at::Tensor ropeCosSinCache(int maxPosition, int headDim)
     return cache.to(at::kFloat);
 }
 
+// Standard normal values (drawn in float32 on the CPU, then cast), scaled.
 inline at::Tensor randn(at::IntArrayRef sizes, uint64_t seed, at::ScalarType type = at::kFloat, double scale = 1.0)
 {
     return (at::randn(sizes, generator(seed), at::kFloat) * scale).to(type);
