@@ -21,6 +21,7 @@
 #include "core/model/hunyuan/weights.h"
 #include "core/runner/device_sampler.h"
 #include "core/runner/model_runner.h"
+#include "core/runner/prefill_sdpa.h"
 
 using namespace lector;
 using lector::test::must;
@@ -313,6 +314,89 @@ LECTOR_TEST(deviceSamplerMatchesTheHostSamplerWithPenalty)
     sampler.releaseRow(rows[0]);
     const int again = sampler.acquireRow();
     LECTOR_CHECK_EQ(again, rows[0]);
+}
+
+// Fresh prompts of one length through cuDNN's attention (RunnerOptions::prefillSdpaMinPrompts) against
+// the same steps through the prefill kernel alone, float16 on CUDA: steps where the run of such prompts has
+// other prefill sequences before and after it (a longer or shorter fresh prompt, a chunk over cached
+// context), behind leading decodes, so each part's rows and query offsets are checked. The prefill kernel
+// is itself checked against the reference decoder above and against its CPU reference (kernel tests).
+LECTOR_TEST(freshPromptsThroughCudnnMatchThePrefillKernel)
+{
+    c10::InferenceMode guard;
+    if (!at::hasCUDA()) LECTOR_SKIP("no CUDA device");
+    if (!runner::prefillSdpaAvailable()) LECTOR_SKIP("this libtorch has no cuDNN attention with grouped query heads");
+    const TinyModel cpu;
+    const hy::TextDecoder decoder = must(hy::TextDecoder::load(cpu.weights, cpu.config.text, at::kHalf, at::kCUDA));
+    const hy::TextConfig& c = cpu.config.text;
+    const int bs = 16, numBlocks = 64;
+    // Sequences: ids, and 4 blocks each from a shuffled pool (up to 64 tokens).
+    std::mt19937 rng(11);
+    std::vector<int> pool(numBlocks);
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const int numSeqs = 10;
+    std::vector<std::vector<int>> ids(numSeqs), blocks(numSeqs);
+    for (int s = 0; s < numSeqs; ++s) {
+        for (int i = 0; i < 60; ++i) ids[static_cast<size_t>(s)].push_back(static_cast<int>(rng() % 1000) + 5);
+        for (int b = 0; b < 4; ++b) blocks[static_cast<size_t>(s)].push_back(pool[static_cast<size_t>(4 * s + b)]);
+    }
+    struct Chunk { int seq, from, count; };
+    const std::vector<std::vector<Chunk>> steps = {
+        // a fresh 30, a run of three fresh 40s, a fresh 17
+        {{0, 0, 30}, {1, 0, 40}, {2, 0, 40}, {3, 0, 40}, {4, 0, 17}},
+        // decodes first, a chunk over cached context, a run of two fresh 24s, another chunk
+        {{0, 30, 1}, {3, 40, 1}, {1, 40, 5}, {5, 0, 24}, {6, 0, 24}, {4, 17, 3}},
+        // the run first (no leading decodes), then two decodes through the prefill kernel
+        {{7, 0, 20}, {8, 0, 20}, {2, 40, 1}, {5, 24, 1}},
+        // a lone fresh prompt: below the minimum of two, the prefill kernel
+        {{6, 24, 1}, {9, 0, 30}},
+    };
+    auto run = [&](runner::ModelRunner& r) {
+        std::vector<at::Tensor> out;
+        for (const auto& chunks : steps) {
+            runner::RunnerStep step;
+            std::vector<at::Tensor> embeds;
+            for (const Chunk& ch : chunks) {
+                const std::vector<int> part(ids[static_cast<size_t>(ch.seq)].begin() + ch.from,
+                                            ids[static_cast<size_t>(ch.seq)].begin() + ch.from + ch.count);
+                // Whole prompts and chunks go in as embeddings, single tokens as ids.
+                const bool decode = ch.count == 1;
+                for (int i = 0; i < ch.count; ++i) step.tokenIds.push_back(decode ? part[static_cast<size_t>(i)] : -1);
+                if (!decode) embeds.push_back(must(decoder.embed(part, at::Tensor(), -1)));
+                runner::RunnerSequence rs;
+                rs.numNew = ch.count;
+                rs.past = ch.from;
+                rs.blocks = blocks[static_cast<size_t>(ch.seq)];
+                rs.sample = true;
+                step.seqs.push_back(rs);
+            }
+            for (int a = 0; a < 4; ++a)
+                for (const Chunk& ch : chunks)
+                    for (int i = 0; i < ch.count; ++i) step.positions.push_back(ch.from + i + (a > 0 ? 3 * a : 0));
+            if (!embeds.empty()) step.promptEmbeds = at::cat(embeds);
+            out.push_back(r.run(step).cpu());
+        }
+        return out;
+    };
+    runner::RunnerOptions withCudnn, without;
+    withCudnn.cudaGraphs = without.cudaGraphs = false;
+    withCudnn.prefillSdpaMinPrompts = 2;
+    without.prefillSdpaMinPrompts = 0;
+    runner::PagedKvStorage kvA(c.numLayers, c.numKvHeads, c.headDim, numBlocks, bs, at::kHalf, at::kCUDA);
+    runner::PagedKvStorage kvB(c.numLayers, c.numKvHeads, c.headDim, numBlocks, bs, at::kHalf, at::kCUDA);
+    runner::ModelRunner a(decoder, kvA, withCudnn), b(decoder, kvB, without);
+    const std::vector<at::Tensor> got = run(a), want = run(b);
+    LECTOR_CHECK_MSG(!a.prefillSdpaTurnedOff(), "the first-sight check turned cuDNN's attention off");
+    LECTOR_CHECK_EQ(a.prefillSdpaShapes(), size_t(3));  // 3 x 40, 2 x 24 and 2 x 20 tokens
+    LECTOR_CHECK_EQ(b.prefillSdpaShapes(), size_t(0));
+    for (size_t k = 0; k < got.size(); ++k) {
+        LECTOR_CHECK_EQ(got[k].size(0), want[k].size(0));
+        for (std::int64_t i = 0; i < got[k].size(0); ++i) {
+            const double err = relErr(got[k][i].to(at::kFloat), want[k][i].to(at::kFloat));
+            LECTOR_CHECK_MSG(err < 5e-3, "step " << k << " sequence " << i << ": logits rel err " << err);
+        }
+    }
 }
 
 // The sampler's fixed capacity and the pieces a decode graph draws with: past `capacity` sequences
