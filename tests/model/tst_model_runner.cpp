@@ -19,6 +19,7 @@
 #include "core/model/hunyuan/prompt.h"
 #include "core/model/hunyuan/sampler.h"
 #include "core/model/hunyuan/weights.h"
+#include "core/model/safetensors.h"
 #include "core/runner/device_sampler.h"
 #include "core/runner/model_runner.h"
 #include "core/runner/prefill_sdpa.h"
@@ -326,9 +327,41 @@ LECTOR_TEST(freshPromptsThroughCudnnMatchThePrefillKernel)
     c10::InferenceMode guard;
     if (!at::hasCUDA()) LECTOR_SKIP("no CUDA device");
     if (!runner::prefillSdpaAvailable()) LECTOR_SKIP("this libtorch has no cuDNN attention with grouped query heads");
-    const TinyModel cpu;
-    const hy::TextDecoder decoder = must(hy::TextDecoder::load(cpu.weights, cpu.config.text, at::kHalf, at::kCUDA));
-    const hy::TextConfig& c = cpu.config.text;
+    // The fused kernels need head dim 128 on CUDA (the tiny fixture model has 16): a small random decoder of
+    // that head dim, 4 query and 2 KV heads, written as a model folder and loaded like one.
+    hy::TextConfig c;
+    c.hiddenSize = 256;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.intermediateSize = 512;
+    c.vocabSize = 1000;
+    c.maxPositionEmbeddings = 4096;
+    const auto dir = test::tempDir() / "runner_head128";
+    {
+        const std::int64_t h = c.hiddenSize, d = c.headDim, q = c.numHeads * d, kv = c.numKvHeads * d,
+                           in = c.intermediateSize;
+        at::manual_seed(5);
+        auto rnd = [](std::vector<std::int64_t> shape, double scale) { return at::randn(shape) * scale; };
+        std::vector<std::pair<std::string, at::Tensor>> w = {{"model.embed_tokens.weight", rnd({c.vocabSize, h}, 1.0)},
+                                                             {"model.norm.weight", 1.0 + rnd({h}, 0.1)}};
+        for (int l = 0; l < c.numLayers; ++l) {
+            const std::string p = "model.layers." + std::to_string(l) + ".";
+            for (const auto& [name, t] : std::vector<std::pair<std::string, at::Tensor>>{
+                     {"input_layernorm.weight", 1.0 + rnd({h}, 0.1)}, {"post_attention_layernorm.weight", 1.0 + rnd({h}, 0.1)},
+                     {"self_attn.q_proj.weight", rnd({q, h}, 0.06)}, {"self_attn.k_proj.weight", rnd({kv, h}, 0.06)},
+                     {"self_attn.v_proj.weight", rnd({kv, h}, 0.06)}, {"self_attn.o_proj.weight", rnd({h, q}, 0.04)},
+                     {"self_attn.query_layernorm.weight", 1.0 + rnd({d}, 0.1)}, {"self_attn.key_layernorm.weight", 1.0 + rnd({d}, 0.1)},
+                     {"mlp.gate_proj.weight", rnd({in, h}, 0.06)}, {"mlp.up_proj.weight", rnd({in, h}, 0.06)},
+                     {"mlp.down_proj.weight", rnd({h, in}, 0.04)}})
+                w.emplace_back(p + name, t);
+        }
+        std::filesystem::create_directories(dir);
+        const auto written = model::writeSafetensors(dir / "model.safetensors", w);
+        LECTOR_CHECK_MSG(written.ok(), written.error().message);
+    }
+    const hy::WeightStore store = must(hy::WeightStore::open(dir));
+    const hy::TextDecoder decoder = must(hy::TextDecoder::load(store, c, at::kHalf, at::kCUDA));
     const int bs = 16, numBlocks = 64;
     // Sequences: ids, and 4 blocks each from a shuffled pool (up to 64 tokens).
     std::mt19937 rng(11);
