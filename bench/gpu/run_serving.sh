@@ -112,8 +112,8 @@ fi
 grep -E "^\| batch|decode step (of|routes)" "$W/runner_nochain.md" "$W/runner_fp16.md" 2>/dev/null | head -40
 # The graphs' rotation and K/V write inside the attention kernel (the default for graphs of up to 48
 # sequences since call 206) against the QK-norm/RoPE kernel before it (LECTOR_FUSED_DECODE_ROPE=0) and inside
-# attention at every size (=1), in every run: the decode steps of 4 to 64 sequences.
-for v in 0 1; do
+# attention at every size (=1), in every run: the decode steps of 4 to 64 sequences (ROPE_COMPARISON=0 skips it).
+[ "${ROPE_COMPARISON:-1}" = 0 ] || for v in 0 1; do
   step "the decode step with LECTOR_FUSED_DECODE_ROPE=$v"
   LECTOR_FUSED_DECODE_ROPE=$v timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm \
     --device cuda --dtype float16 --gen 8 --repeats 0 --runner fused --decode-batches 4,8,16,32,48,64 > "$W/runner_rope_$v.md" 2>&1
