@@ -229,13 +229,12 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
         std::int64_t rowOf = m.numLeadingSingles;  // first row of sequence i below
         for (std::int64_t i = m.numLeadingSingles; i < m.numSeqs;) {
             const RunnerSequence& s = seqs[static_cast<size_t>(i)];
+            const bool fresh = s.past == 0 && s.numNew > 1;
             std::int64_t j = i + 1;
-            if (s.past == 0 && s.numNew > 1)
-                while (j < m.numSeqs && seqs[static_cast<size_t>(j)].past == 0 && seqs[static_cast<size_t>(j)].numNew == s.numNew)
-                    ++j;
-            else
-                j = i + 1;
-            if (s.past == 0 && s.numNew > 1 && j - i > m.freshCount)
+            while (fresh && j < m.numSeqs && seqs[static_cast<size_t>(j)].past == 0 &&
+                   seqs[static_cast<size_t>(j)].numNew == s.numNew)
+                ++j;
+            if (fresh && j - i > m.freshCount)
                 m.freshFirst = i, m.freshCount = j - i, m.freshLen = s.numNew, m.freshRow0 = rowOf;
             for (std::int64_t k = i; k < j; ++k) rowOf += seqs[static_cast<size_t>(k)].numNew;
             i = j;
