@@ -90,6 +90,27 @@ gpu::PersistentDecoderModel persistentDecoderModel(const hy::TextDecoder& decode
     return pm;
 }
 
+FreshRun longestFreshRun(const std::vector<RunnerSequence>& seqs, std::int64_t from)
+{
+    FreshRun best;
+    std::int64_t row = 0;  // first row of sequence i
+    for (std::int64_t i = 0; i < from && i < static_cast<std::int64_t>(seqs.size()); ++i) row += seqs[static_cast<size_t>(i)].numNew;
+    for (std::int64_t i = from; i < static_cast<std::int64_t>(seqs.size());) {
+        const RunnerSequence& s = seqs[static_cast<size_t>(i)];
+        const bool fresh = s.past == 0 && s.numNew > 1;
+        std::int64_t j = i + 1, rows = s.numNew;
+        for (; fresh && j < static_cast<std::int64_t>(seqs.size()); ++j) {
+            const RunnerSequence& t = seqs[static_cast<size_t>(j)];
+            if (t.past != 0 || t.numNew != s.numNew) break;
+            rows += t.numNew;
+        }
+        if (fresh && j - i > best.count) best = FreshRun{i, j - i, s.numNew, row};
+        row += rows;
+        i = j;
+    }
+    return best;
+}
+
 std::vector<int> graphBatchSizes(int maxBatch)
 {
     std::vector<int> sizes;
@@ -224,22 +245,9 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
         while (m.numLeadingSingles < m.numSeqs && step.seqs[static_cast<size_t>(m.numLeadingSingles)].numNew == 1)
             ++m.numLeadingSingles;
     if (!m.decodeOnly && m_prefillSdpa && !m_prefillSdpaFailed) {
-        // The longest run of whole prompts of one length among the prefill sequences.
-        const auto& seqs = step.seqs;
-        std::int64_t rowOf = m.numLeadingSingles;  // first row of sequence i below
-        for (std::int64_t i = m.numLeadingSingles; i < m.numSeqs;) {
-            const RunnerSequence& s = seqs[static_cast<size_t>(i)];
-            const bool fresh = s.past == 0 && s.numNew > 1;
-            std::int64_t j = i + 1;
-            while (fresh && j < m.numSeqs && seqs[static_cast<size_t>(j)].past == 0 &&
-                   seqs[static_cast<size_t>(j)].numNew == s.numNew)
-                ++j;
-            if (fresh && j - i > m.freshCount)
-                m.freshFirst = i, m.freshCount = j - i, m.freshLen = s.numNew, m.freshRow0 = rowOf;
-            for (std::int64_t k = i; k < j; ++k) rowOf += seqs[static_cast<size_t>(k)].numNew;
-            i = j;
-        }
-        if (m.freshCount < m_options.prefillSdpaMinPrompts) m.freshCount = 0;
+        const FreshRun run = longestFreshRun(step.seqs, m.numLeadingSingles);
+        if (run.count >= m_options.prefillSdpaMinPrompts)
+            m.freshFirst = run.first, m.freshCount = run.count, m.freshLen = run.len, m.freshRow0 = run.row0;
     }
     const std::int64_t maxBlocks = std::max<std::int64_t>(1, (m.maxContextLen + bs - 1) / bs);
 

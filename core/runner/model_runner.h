@@ -345,6 +345,14 @@ private:
 gpu::PersistentDecoderModel persistentDecoderModel(const model::hunyuan::TextDecoder& decoder, PagedKvStorage& kv,
                                                    const at::Tensor& cosSin);
 
+// The longest run of consecutive whole prompts of one length (no cached context, more than one token each)
+// among seqs[from..] (the first such run where several are longest), with its first row in the step's
+// flattened batch; count 0 when there is none. What a step's prompts through cuDNN are (ModelRunner).
+struct FreshRun {
+    std::int64_t first = 0, count = 0, len = 0, row0 = 0;
+};
+FreshRun longestFreshRun(const std::vector<RunnerSequence>& seqs, std::int64_t from);
+
 // Decode batch sizes that get a graph, up to maxBatch: 1, 2, 4, 8, then steps of 8 to 64, then of 32.
 std::vector<int> graphBatchSizes(int maxBatch);
 

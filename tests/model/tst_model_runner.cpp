@@ -317,6 +317,34 @@ LECTOR_TEST(deviceSamplerMatchesTheHostSamplerWithPenalty)
     LECTOR_CHECK_EQ(again, rows[0]);
 }
 
+// Which of a step's prompts form the run of whole prompts of one length that takes cuDNN's attention.
+LECTOR_TEST(longestFreshRunFindsWholePromptsOfOneLength)
+{
+    auto seqs = [](std::vector<std::pair<std::int64_t, std::int64_t>> pastNew) {  // (past, numNew) each
+        std::vector<runner::RunnerSequence> out;
+        for (const auto& [past, numNew] : pastNew) {
+            runner::RunnerSequence s;
+            s.past = past;
+            s.numNew = numNew;
+            out.push_back(s);
+        }
+        return out;
+    };
+    auto check = [](const runner::FreshRun& r, std::int64_t first, std::int64_t count, std::int64_t len, std::int64_t row0) {
+        LECTOR_CHECK_MSG(r.first == first && r.count == count && r.len == len && r.row0 == row0,
+                         "run " << r.first << "+" << r.count << " of " << r.len << " from row " << r.row0);
+    };
+    // Two decodes, a chunk over cached context, three fresh 40s, a fresh 17.
+    check(runner::longestFreshRun(seqs({{30, 1}, {40, 1}, {40, 5}, {0, 40}, {0, 40}, {0, 40}, {0, 17}}), 2), 3, 3, 40, 7);
+    // The first of two runs as long; a run broken by a prompt with cached context.
+    check(runner::longestFreshRun(seqs({{0, 24}, {0, 24}, {0, 30}, {0, 30}}), 0), 0, 2, 24, 0);
+    check(runner::longestFreshRun(seqs({{0, 24}, {8, 24}, {0, 24}, {0, 24}}), 0), 2, 2, 24, 48);
+    // Single tokens are never prompts; nothing fresh: count 0.
+    check(runner::longestFreshRun(seqs({{0, 1}, {0, 1}, {5, 9}}), 0), 0, 0, 0, 0);
+    // Sequences before `from` count their rows.
+    check(runner::longestFreshRun(seqs({{0, 12}, {0, 12}, {0, 12}}), 1), 1, 2, 12, 12);
+}
+
 // Fresh prompts of one length through cuDNN's attention (RunnerOptions::prefillSdpaMinPrompts) against
 // the same steps through the prefill kernel alone, float16 on CUDA: steps where the run of such prompts has
 // other prefill sequences before and after it (a longer or shorter fresh prompt, a chunk over cached
