@@ -399,7 +399,7 @@ LECTOR_TEST(freshPromptsThroughCudnnMatchThePrefillKernel)
     const int numSeqs = 10;
     std::vector<std::vector<int>> ids(numSeqs), blocks(numSeqs);
     for (int s = 0; s < numSeqs; ++s) {
-        for (int i = 0; i < 60; ++i) ids[static_cast<size_t>(s)].push_back(static_cast<int>(rng() % 1000) + 5);
+        for (int i = 0; i < 60; ++i) ids[static_cast<size_t>(s)].push_back(static_cast<int>(rng() % 990) + 5);
         for (int b = 0; b < 4; ++b) blocks[static_cast<size_t>(s)].push_back(pool[static_cast<size_t>(4 * s + b)]);
     }
     struct Chunk { int seq, from, count; };
