@@ -5,7 +5,8 @@ page's 1076 tokens, through each SDPA backend of the installed torch, on q, k an
 [tokens, 4096] qkv buffer the runner holds (no copies), 24 layers of distinct buffers in a CUDA graph.
 bench_prefill times our kernel on the same shapes ("the prefill attention alone"); run both in one call.
 Only prompts of one length fit one SDPA call; each backend's first result is checked against the math
-backend on float32. Usage (GPU machine): python3 bench/gpu/probe_prefill_sdpa.py [--tokens 1076]
+backend on float32. Usage (GPU machine): python3 bench/gpu/probe_prefill_sdpa.py [--tokens 1076] [--first-calls: only what a
+new shape's first call costs]
 First run: device call 207 (H100, docs/perf.md): cuDNN with enable_gqa 1.6x (1 prompt) to 2.1x (8) faster than
 ours; flash no faster; memory-efficient takes no GQA. About a minute of device time.
 """
@@ -39,10 +40,34 @@ def attend(q, k, v, expand):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
 
+def first_calls():
+    """What cuDNN's first call for a new (prompts, length) costs (it builds the shape's plan then) against
+    the second, eager and synchronised: what a step of a shape the process has not seen yet pays."""
+    import time
+    print("| prompts | tokens | first call ms | second call ms |")
+    print("|---|---|---|---|")
+    for T in (1076, 700):
+        for prompts in (1, 2, 3, 4, 7, 8):
+            buf = torch.randn(prompts * T, (HQ + 2 * HKV) * HD, device="cuda", dtype=torch.float16)
+            q, k, v = views(buf, prompts, T)
+            times = []
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                for _ in range(2):
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    attend(q, k, v, expand=False)
+                    torch.cuda.synchronize()
+                    times.append((time.perf_counter() - t0) * 1000)
+            print(f"| {prompts} | {T} | {times[0]:.2f} | {times[1]:.3f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=1076)
+    ap.add_argument("--first-calls", action="store_true", help="only the first-call (plan) cost per shape")
     args = ap.parse_args()
+    if args.first_calls:
+        return first_calls()
     T = args.tokens
     print(f"# SDPA for a prefill: {T}-token prompts, {HQ} query / {HKV} KV heads of {HD}, float16, causal, "
           f"torch {torch.__version__}, {torch.cuda.get_device_name()}\n")
