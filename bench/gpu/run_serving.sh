@@ -23,8 +23,6 @@
 #     (LECTOR_GREEDY_SCREEN=0) and the page's text both ways;
 #   - the decode projections at 1..64 rows: the skinny GEMM's SIMT, tensor-core and warp-group engines against cuBLAS
 #     (bench_skinny_gemm, which checks every engine against the CPU reference first);
-#   - a page's prompt through cuDNN's attention (LECTOR_PREFILL_SDPA=1): parity, one request; the 64- and
-#     256-page bursts again with every prompt through the prefill kernel (LECTOR_PREFILL_SDPA=0);
 #   - lector-cli bench: one request alone (median of 10; again with the vision tower's attention through
 #     libtorch's SDPA, LECTOR_VISION_ATTENTION=sdpa, and 64 pages that way too), 64 and 256 distinct pages at once, a Poisson stream at
 #     70 % of the 64-page throughput with 64 to 1024 new tokens; 16 pages through a KV pool of 8192
@@ -122,14 +120,6 @@ grep -E "^\| batch|decode step (of|routes)" "$W/runner_nochain.md" "$W/runner_fp
   echo "rope $v exit $?"; grep -E "^\| batch|decode step of" "$W/runner_rope_$v.md" 2>/dev/null | head -24
 done
 
-# A page's prompt through cuDNN's attention (LECTOR_PREFILL_SDPA=1: also a lone prompt; by default only runs of
-# two or more whole prompts of one length take it): parity against transformers float32 at the prefill's last
-# position and greedy tokens, as above, in every run.
-step "parity with the prompt's attention through cuDNN (LECTOR_PREFILL_SDPA=1)"
-LECTOR_PREFILL_SDPA=1 LECTOR_LOG=info timeout 90 "$B/tests/model/bench_hunyuan" --model /tmp/hy/model --image /tmp/pages/p000.ppm \
-  --golden $G --device cuda --dtype float16 --gen 32 --repeats 0 --runner fused --decode-batches 1 > "$W/runner_prefill_sdpa.md" 2>&1
-echo "prefill sdpa exit $?"; grep -E "rel. L2|greedy|prefill attention" "$W/runner_prefill_sdpa.md" 2>/dev/null | head -12
-
 if full_run; then
   step "paged decode attention alone (table 3)"
   timeout 120 "$B/bench_paged_attention" "$W/attention.md" > "$W/attention.log" 2>&1; echo "attention exit $?"
@@ -183,7 +173,6 @@ request_with() {
 }
 step "one request alone (median of 10)"
 timeout 90 $CLI bench /tmp/pages/p000.ppm $H --warmup 2 --repeat 10 --no-throughput 2>&1 | tee "$W/latency.txt"
-request_with "prompt's attention through cuDNN (LECTOR_PREFILL_SDPA=1)" LECTOR_PREFILL_SDPA=1
 # One decode step a graph replay (--decode-graph-steps 1) against the default launches of 8 above; then the
 # text of one page both ways, forced to 256 tokens and with its stop ids and repeat guard (up to 600
 # tokens: a stop inside a launch drops the steps after it): the same kernels, so the same text. Full runs
@@ -301,21 +290,11 @@ burst_with() {
     > "$W/$name.json" 2> "$W/$name.log"
 }
 burst_with thr64 /tmp/pages64 90
-# The same burst with every prompt's attention through the prefill kernel (LECTOR_PREFILL_SDPA=0), then as
-# shipped again (runs of whole prompts of one length through cuDNN; its first-sight lines in the .log):
-# the difference against the bursts' own spread.
-burst_with thr64_prefill_kernel /tmp/pages64 90 LECTOR_PREFILL_SDPA=0
-burst_with thr64_again /tmp/pages64 90 LECTOR_LOG=info
-# ... and both after an unmeasured burst (cuDNN's plans and the first-sight checks of each new shape paid)
-burst_with thr64_warm_cudnn /tmp/pages64 90 --warmup-burst
-burst_with thr64_warm_kernel /tmp/pages64 90 --warmup-burst LECTOR_PREFILL_SDPA=0
 [ -n "${QUICK:-}" ] || burst_with thr256 /tmp/pages 150
-[ -n "${QUICK:-}" ] || burst_with thr256_prefill_kernel /tmp/pages 150 LECTOR_PREFILL_SDPA=0
 full_run && burst_with thr64_sdpa /tmp/pages64 90 LECTOR_VISION_ATTENTION=sdpa
-grep -h "prefill attention" "$W/thr64_again.log" | head -4
 python3 - "$W" <<'PY'
 import json, os, sys
-for n in ("thr64", "thr64_prefill_kernel", "thr64_again", "thr64_warm_cudnn", "thr64_warm_kernel", "thr256", "thr256_prefill_kernel", "thr64_sdpa"):
+for n in ("thr64", "thr256", "thr64_sdpa"):
     path = "%s/%s" % (sys.argv[1], n)
     if not os.path.exists(path + ".json"):
         continue

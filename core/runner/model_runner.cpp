@@ -18,10 +18,8 @@
 
 #include "core/common/assert.h"
 #include "core/common/env.h"
-#include "core/common/log.h"
 #include "core/common/paths.h"
 #include "core/model/hunyuan/prompt.h"
-#include "core/runner/prefill_sdpa.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
 
@@ -90,27 +88,6 @@ gpu::PersistentDecoderModel persistentDecoderModel(const hy::TextDecoder& decode
     return pm;
 }
 
-FreshRun longestFreshRun(const std::vector<RunnerSequence>& seqs, std::int64_t from)
-{
-    FreshRun best;
-    std::int64_t row = 0;  // first row of sequence i
-    for (std::int64_t i = 0; i < from && i < static_cast<std::int64_t>(seqs.size()); ++i) row += seqs[static_cast<size_t>(i)].numNew;
-    for (std::int64_t i = from; i < static_cast<std::int64_t>(seqs.size());) {
-        const RunnerSequence& s = seqs[static_cast<size_t>(i)];
-        const bool fresh = s.past == 0 && s.numNew > 1;
-        std::int64_t j = i + 1, rows = s.numNew;
-        for (; fresh && j < static_cast<std::int64_t>(seqs.size()); ++j) {
-            const RunnerSequence& t = seqs[static_cast<size_t>(j)];
-            if (t.past != 0 || t.numNew != s.numNew) break;
-            rows += t.numNew;
-        }
-        if (fresh && j - i > best.count) best = FreshRun{i, j - i, s.numNew, row};
-        row += rows;
-        i = j;
-    }
-    return best;
-}
-
 std::vector<int> graphBatchSizes(int maxBatch)
 {
     std::vector<int> sizes;
@@ -131,12 +108,6 @@ struct ModelRunner::Metadata {
     // cuSeqlensQ. 0 when the step is decode-only or starts with a longer chunk.
     std::int64_t numLeadingSingles = 0;
     at::Tensor restCuSeqlensQ;  // [numSeqs - numLeadingSingles + 1] int32, from 0
-    // A run of freshCount whole prompts of freshLen tokens each (no cached context), sequences
-    // [freshFirst, freshFirst + freshCount) from row freshRow0, whose attention goes through cuDNN
-    // (RunnerOptions::prefillSdpaMinPrompts); 0 when there is none. The other prefill sequences, before
-    // and after the run, keep the prefill kernel over their own query offsets (from 0), undefined when none.
-    std::int64_t freshFirst = 0, freshCount = 0, freshLen = 0, freshRow0 = 0;
-    at::Tensor beforeFreshCuSeqlensQ, afterFreshCuSeqlensQ;
     at::Tensor ids;          // [n] int64 (-1 for prompt rows)
     at::Tensor positions;    // [numAxes, n] int64
     at::Tensor slots;        // [n] int64
@@ -176,11 +147,6 @@ ModelRunner::ModelRunner(const hy::TextDecoder& decoder, PagedKvStorage& kv, Run
     const auto [cos, sin] = decoder.rope().cosSin(pos, decoder.dtype());  // [maxPos, headDim] each
     const std::int64_t half = c.headDim / 2;
     m_cosSin = at::cat({cos.narrow(1, 0, half), sin.narrow(1, 0, half)}, 1).contiguous().to(decoder.device());
-
-    if (const std::string v = envValue("LECTOR_PREFILL_SDPA"); v == "0" || v == "1")  // comparisons
-        m_options.prefillSdpaMinPrompts = v == "1" ? 1 : 0;
-    m_prefillSdpa = m_options.prefillSdpaMinPrompts > 0 && decoder.device().is_cuda() &&
-                    (decoder.dtype() == at::kHalf || decoder.dtype() == at::kBFloat16) && prefillSdpaAvailable();
 
     if (const std::string env = envValue("LECTOR_GREEDY_SCREEN"); env[0] == '0' || env[0] == '1')
         m_options.greedyScreen = env[0] == '0' ? RunnerOptions::GreedyScreen::Off : RunnerOptions::GreedyScreen::On;
@@ -244,11 +210,6 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     if (!m.decodeOnly)
         while (m.numLeadingSingles < m.numSeqs && step.seqs[static_cast<size_t>(m.numLeadingSingles)].numNew == 1)
             ++m.numLeadingSingles;
-    if (!m.decodeOnly && m_prefillSdpa && !m_prefillSdpaFailed) {
-        const FreshRun run = longestFreshRun(step.seqs, m.numLeadingSingles);
-        if (run.count >= m_options.prefillSdpaMinPrompts)
-            m.freshFirst = run.first, m.freshCount = run.count, m.freshLen = run.len, m.freshRow0 = run.row0;
-    }
     const std::int64_t maxBlocks = std::max<std::int64_t>(1, (m.maxContextLen + bs - 1) / bs);
 
     // int64 part: ids | positions | slots | promptRows | sampleRows.
@@ -263,12 +224,7 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     std::copy(sampleRows.begin(), sampleRows.end(), p);
     // int32 part: blockTable | cuSeqlensQ | contextLens | restCuSeqlensQ (mixed steps with leading singles).
     const std::int64_t nd = m.numLeadingSingles, rest = nd > 0 ? m.numSeqs - nd + 1 : 0;
-    // ... | beforeFreshCuSeqlensQ | afterFreshCuSeqlensQ (a run of fresh prompts with prefill sequences around it).
-    const std::int64_t freshEnd = m.freshFirst + m.freshCount;
-    const std::int64_t before = m.freshCount > 0 && m.freshFirst > nd ? m.freshFirst - nd + 1 : 0;
-    const std::int64_t after = m.freshCount > 0 && freshEnd < m.numSeqs ? m.numSeqs - freshEnd + 1 : 0;
-    at::Tensor h32 = at::zeros({m.numSeqs * maxBlocks + 2 * m.numSeqs + 1 + rest + before + after},
-                               hostOptions(at::kInt, device));
+    at::Tensor h32 = at::zeros({m.numSeqs * maxBlocks + 2 * m.numSeqs + 1 + rest}, hostOptions(at::kInt, device));
     std::int32_t* q = h32.data_ptr<std::int32_t>();
     std::int32_t* cu = q + m.numSeqs * maxBlocks;
     std::int32_t* lens = cu + m.numSeqs + 1;
@@ -282,10 +238,6 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     }
     std::int32_t* restCu = lens + m.numSeqs;
     for (std::int64_t i = 0; i < rest; ++i) restCu[i] = cu[nd + i] - cu[nd];
-    std::int32_t* beforeCu = restCu + rest;
-    for (std::int64_t i = 0; i < before; ++i) beforeCu[i] = cu[nd + i] - cu[nd];
-    std::int32_t* afterCu = beforeCu + before;
-    for (std::int64_t i = 0; i < after; ++i) afterCu[i] = cu[freshEnd + i] - cu[freshEnd];
     const at::Tensor d64 = h64.to(device, /*non_blocking=*/true);
     const at::Tensor d32 = h32.to(device, /*non_blocking=*/true);
     m.ids = d64.narrow(0, 0, n);
@@ -297,8 +249,6 @@ ModelRunner::Metadata ModelRunner::upload(const RunnerStep& step) const
     m.cuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks, m.numSeqs + 1);
     m.contextLens = d32.narrow(0, m.numSeqs * maxBlocks + m.numSeqs + 1, m.numSeqs);
     if (rest > 0) m.restCuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks + 2 * m.numSeqs + 1, rest);
-    if (before > 0) m.beforeFreshCuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks + 2 * m.numSeqs + 1 + rest, before);
-    if (after > 0) m.afterFreshCuSeqlensQ = d32.narrow(0, m.numSeqs * maxBlocks + 2 * m.numSeqs + 1 + rest + before, after);
     if (step.deviceTokenIds.defined()) {
         LECTOR_ASSERT(m.decodeOnly && m.numRows == m.numSeqs && step.deviceTokenIds.numel() == n);
         m.ids.copy_(step.deviceTokenIds, /*non_blocking=*/true);  // stream-ordered after the upload
@@ -387,20 +337,12 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
                                           rowsOf(meta.blockTable, 0, singles), rowsOf(meta.contextLens, 0, singles),
                                           meta.maxContextLen, m_scale, m_decodePartition, m_decodeClusterParts,
                                           m_decodeRowParts);
-            // Prefill attention over sequences [s0, s1), rows [r0, r1), query offsets cu (from 0).
-            auto prefill = [&](std::int64_t s0, std::int64_t s1, std::int64_t r0, std::int64_t r1, const at::Tensor& cu) {
-                gpu::pagedPrefillAttention(rowsOf(attn, r0, r1 - r0), rowsOf(q, r0, r1 - r0), keyCache, valueCache,
-                                           rowsOf(meta.blockTable, s0, s1 - s0), cu, rowsOf(meta.contextLens, s0, s1 - s0),
-                                           meta.maxQueryLen, meta.maxContextLen, m_scale);
-            };
-            if (meta.freshCount > 0 && freshPromptsAttention(meta, attn, qkv, q, keyCache, valueCache)) {
-                // The fresh prompts took cuDNN; the prefill sequences before and after them our kernel.
-                const std::int64_t g1 = meta.freshFirst + meta.freshCount, r1 = meta.freshRow0 + meta.freshCount * meta.freshLen;
-                if (meta.freshFirst > singles) prefill(singles, meta.freshFirst, singles, meta.freshRow0, meta.beforeFreshCuSeqlensQ);
-                if (g1 < meta.numSeqs) prefill(g1, meta.numSeqs, r1, n, meta.afterFreshCuSeqlensQ);
-            } else if (singles < meta.numSeqs) {
-                prefill(singles, meta.numSeqs, singles, n, singles > 0 ? meta.restCuSeqlensQ : meta.cuSeqlensQ);
-            }
+            if (singles < meta.numSeqs)
+                gpu::pagedPrefillAttention(rowsOf(attn, singles, n - singles), rowsOf(q, singles, n - singles),
+                                           keyCache, valueCache, rowsOf(meta.blockTable, singles, meta.numSeqs - singles),
+                                           singles > 0 ? meta.restCuSeqlensQ : meta.cuSeqlensQ,
+                                           rowsOf(meta.contextLens, singles, meta.numSeqs - singles), meta.maxQueryLen,
+                                           meta.maxContextLen, m_scale);
         }
         pending = project(attn.view({n, hq * d}), kO, l);   // [n, hidden]
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
@@ -414,59 +356,6 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     }
     gpu::fusedAddRmsNorm(h, residual, pending, m_decoder.finalNorm(), eps);
     return meta.sampleRows.defined() ? h.index_select(0, meta.sampleRows) : h;
-}
-
-bool ModelRunner::freshPromptsAttention(const Metadata& meta, const at::Tensor& attn, const at::Tensor& qkv,
-                                        const at::Tensor& q, const at::Tensor& keyCache, const at::Tensor& valueCache) const
-{
-    if (m_prefillSdpaFailed) return false;
-    const hy::TextConfig& c = m_decoder.config();
-    const std::int64_t count = meta.freshCount, len = meta.freshLen, r0 = meta.freshRow0, rows = count * len;
-    const at::Tensor out = attn.narrow(0, r0, rows), in = qkv.narrow(0, r0, rows);
-    auto run = [&] { prefillSdpa(out, in, count, len, c.numHeads, c.numKvHeads, c.headDim, m_scale); };
-    const std::pair<std::int64_t, std::int64_t> shape{count, len};
-    if (m_prefillSdpaShapes.count(shape)) {
-        run();
-        return true;
-    }
-    // A shape's first sight (its first layer): cuDNN's result against our kernel's on the same rows, and the
-    // first call's time (cuDNN builds the shape's plan then), before the route is taken for it.
-    const auto device = qkv.device();
-    at::Tensor mine = at::empty_like(out);
-    const at::Tensor cu = at::arange(0, (count + 1) * len, len, at::TensorOptions().dtype(at::kInt).device(device));
-    gpu::pagedPrefillAttention(mine, q.narrow(0, r0, rows), keyCache, valueCache,
-                               meta.blockTable.narrow(0, meta.freshFirst, count), cu,
-                               meta.contextLens.narrow(0, meta.freshFirst, count), len, meta.maxContextLen, m_scale);
-    std::string why;
-    double micros = 0.0, err = 0.0;
-    try {
-        gpu::StreamEvent mark;
-        mark.record(device);
-        mark.synchronize();
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        mark.record(device);
-        mark.synchronize();
-        micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        const at::Tensor a = out.to(at::kFloat), b = mine.to(at::kFloat);
-        err = ((a - b).abs().max() / b.abs().max().clamp_min(1e-6)).item<double>();
-        if (!(err <= 1e-2)) why = "its result differs from the prefill kernel's by " + std::to_string(err) + " (relative)";
-    } catch (const std::exception& e) {
-        why = e.what();
-        why = why.substr(0, why.find('\n'));
-    }
-    if (!why.empty()) {
-        m_prefillSdpaFailed = true;
-        out.copy_(mine);
-        LECTOR_LOG_WARN("prefill attention: cuDNN's not taken (" << count << " prompts of " << len
-                                                                   << " tokens): " << why << "; the prefill kernel from now on");
-        return true;  // `out` holds our kernel's result
-    }
-    m_prefillSdpaShapes.insert(shape);
-    LECTOR_LOG_INFO("prefill attention: cuDNN's for " << count << " prompts of " << len << " tokens (first call "
-                                                      << micros / 1000.0 << " ms, " << err
-                                                      << " from the prefill kernel, relative)");
-    return true;
 }
 
 at::Tensor ModelRunner::logits(const at::Tensor& hidden) const

@@ -24,9 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/model/hunyuan/decoder.h"
@@ -94,14 +92,6 @@ struct RunnerOptions {
     // tuning is off). LECTOR_FUSED_DECODE_ROPE=0 / 1 overrides both (never / every graph with row
     // partitions, untimed: comparisons).
     int fusedDecodeRopeMaxBatch = 48;
-    // Steps that prefill at least this many whole prompts of one length (no cached context: a burst of
-    // same-size pages) run those prompts' attention through libtorch's cuDNN attention (prefill_sdpa.h)
-    // instead of gpu::pagedPrefillAttention, float16 / bfloat16 on CUDA where libtorch has it; 0: never.
-    // Each new (prompts, length) is checked against our kernel at its first layer before it is taken: a
-    // mismatch or an error keeps our kernel from then on. Not for single prompts by default: cuDNN builds
-    // a plan the first time it meets a shape, and a lone page of a new size would pay it.
-    // LECTOR_PREFILL_SDPA=0 / 1 overrides (never / from one prompt: comparisons).
-    int prefillSdpaMinPrompts = 2;
 };
 
 // One sequence's part of a step: numNew new tokens at sequence indices past .. past + numNew - 1.
@@ -194,10 +184,6 @@ public:
     const std::vector<std::string>& layoutReport() const { return m_layoutReport; }
     // Whether single-sequence decode steps run the persistent kernel, and if not, why.
     const std::string& persistentReport() const { return m_persistentReport; }
-    // Fresh prompts' attention through cuDNN (RunnerOptions::prefillSdpaMinPrompts): the (prompts, length)
-    // shapes it has served so far, and whether a first-sight check turned it off.
-    std::size_t prefillSdpaShapes() const { return m_prefillSdpaShapes.size(); }
-    bool prefillSdpaTurnedOff() const { return m_prefillSdpaFailed; }
     // What captureGraphs() found of the greedy screen (RunnerOptions::greedyScreen); empty where not tried.
     const std::string& greedyScreenReport() const { return m_screenReport; }
 
@@ -284,15 +270,6 @@ private:
     // chooseChainRoutes() too: per graph size it timed, whether its decode steps rotate inside attention
     // (rotationInside()); sizes it did not time follow RunnerOptions::fusedDecodeRopeMaxBatch.
     std::map<int, bool> m_rotationInside;
-    // Fresh prompts' attention through cuDNN (RunnerOptions::prefillSdpaMinPrompts): whether this build and
-    // device have it, the (prompts, length) shapes checked against our kernel, and whether a check failed.
-    bool m_prefillSdpa = false;
-    mutable std::set<std::pair<std::int64_t, std::int64_t>> m_prefillSdpaShapes;
-    mutable bool m_prefillSdpaFailed = false;
-    // forward()'s attention of a step's fresh prompts (meta.freshCount of meta.freshLen tokens from row
-    // meta.freshRow0) through cuDNN into attn's rows; false (nothing written) where it is not taken.
-    bool freshPromptsAttention(const Metadata& meta, const at::Tensor& attn, const at::Tensor& qkv,
-                               const at::Tensor& q, const at::Tensor& keyCache, const at::Tensor& valueCache) const;
     bool m_rotationForced = false;  // LECTOR_FUSED_DECODE_ROPE set: the option alone decides, untimed
     std::vector<std::string> m_layoutReport;                // what tuneLayouts() measured and chose
     std::unique_ptr<gpu::PersistentDecoder> m_persistent;   // null: every step runs forward()
@@ -344,14 +321,6 @@ private:
 // the given rotary table [maxPosition, headDim] float32 (cos | sin halves).
 gpu::PersistentDecoderModel persistentDecoderModel(const model::hunyuan::TextDecoder& decoder, PagedKvStorage& kv,
                                                    const at::Tensor& cosSin);
-
-// The longest run of consecutive whole prompts of one length (no cached context, more than one token each)
-// among seqs[from..] (the first such run where several are longest), with its first row in the step's
-// flattened batch; count 0 when there is none. What a step's prompts through cuDNN are (ModelRunner).
-struct FreshRun {
-    std::int64_t first = 0, count = 0, len = 0, row0 = 0;
-};
-FreshRun longestFreshRun(const std::vector<RunnerSequence>& seqs, std::int64_t from);
 
 // Decode batch sizes that get a graph, up to maxBatch: 1, 2, 4, 8, then steps of 8 to 64, then of 32.
 std::vector<int> graphBatchSizes(int maxBatch);
