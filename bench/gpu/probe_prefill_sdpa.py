@@ -5,10 +5,13 @@ page's 1076 tokens, through each SDPA backend of the installed torch, on q, k an
 [tokens, 4096] qkv buffer the runner holds (no copies), 24 layers of distinct buffers in a CUDA graph.
 bench_prefill times our kernel on the same shapes ("the prefill attention alone"); run both in one call.
 Only prompts of one length fit one SDPA call; each backend's first result is checked against the math
-backend on float32. Usage (GPU machine): python3 bench/gpu/probe_prefill_sdpa.py [--tokens 1076] [--first-calls: only what a
-new shape's first call costs]
+backend on float32. Usage (GPU machine): python3 bench/gpu/probe_prefill_sdpa.py [--tokens 1076]
+[--first-calls: only what a new shape's first call costs].
 First run: device call 207 (H100, docs/perf.md): cuDNN with enable_gqa 1.6x (1 prompt) to 2.1x (8) faster than
-ours; flash no faster; memory-efficient takes no GQA. About a minute of device time.
+ours; flash no faster; memory-efficient takes no GQA. About a minute of device time. --first-calls (call 209):
+a new shape's first call costs cuDNN 38-44 ms (its plan; the process's first 0.94 s) against 0.15-0.23 after.
+Built into the runner for runs of whole prompts of one length (62d313a), it gained nothing measurable in the
+engine's bursts and was reverted (call 210, docs/perf.md).
 """
 import argparse
 import sys
