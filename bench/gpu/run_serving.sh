@@ -43,6 +43,7 @@
 # those kernel tests (a short check: KTESTS=tst_greedy_screen BASELINE_S=1 STOP_AFTER_SCREEN=1 TABLES_ONLY=1).
 # full_run: true unless TABLES_ONLY=1 (guards each section that leaves out).
 full_run() { [ -z "${TABLES_ONLY:-}" ]; }
+screen_checks() { [ "${SCREEN_CHECKS:-1}" != 0 ]; }  # SCREEN_CHECKS=0 leaves the greedy screen's checks out
 source "$(dirname "$0")/lib.sh"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2;
   python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)';
@@ -191,7 +192,7 @@ done | tee -a "$W/latency.txt"
 # the sampler: docs/serving.md) off against the default above (bench_hunyuan printed the default's verdict
 # at load), the verdict when forced on, and the page's text both ways, forced and with stops: the same
 # argmax, so the same text.
-[ "${SCREEN_CHECKS:-1}" = 0 ] || request_with "greedy screen off" LECTOR_GREEDY_SCREEN=0
+screen_checks && request_with "greedy screen off" LECTOR_GREEDY_SCREEN=0
 # The head-parallel step's layer 0 launched after the work before it (LECTOR_HP_FIRST_PDL=0, as until the
 # thirty-fourth session) against the default above, where it starts under PDL and reads the step's inputs
 # after its wait (the 1000-token check below compares launches of 8, which move those inputs on in place,
@@ -201,15 +202,17 @@ full_run && request_with "layer 0 without PDL" LECTOR_HP_FIRST_PDL=0
 # call 190) against the load-balancing policy, shipped since (6-12 us a step faster in bench_persistent_decode).
 # Both settled in calls 191-196: full runs only since.
 full_run && request_with "attention clusters by the default placement" LECTOR_HP_CLUSTER_POLICY=0
-[ "${SCREEN_CHECKS:-1}" = 0 ] || for s in 0 1; do
-  LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
-  LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
-    --format jsonl > "$W/screen_stops_$s.jsonl" 2>&1
-done
-[ "${SCREEN_CHECKS:-1}" = 0 ] || grep -m1 "greedy screen" "$W/screen_forced_1.log" | sed 's/^/load, LECTOR_GREEDY_SCREEN=1: /' | tee -a "$W/latency.txt"
-[ "${SCREEN_CHECKS:-1}" = 0 ] || for kind in forced stops; do
-  same_page "greedy screen off vs on ($kind)" "$W/screen_${kind}_0.jsonl" "$W/screen_${kind}_1.jsonl"
-done | tee -a "$W/latency.txt"
+if screen_checks; then
+  for s in 0 1; do
+    LECTOR_LOG=info LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm $H --format jsonl > "$W/screen_forced_$s.jsonl" 2>"$W/screen_forced_$s.log"
+    LECTOR_GREEDY_SCREEN=$s timeout 60 $CLI recognize /tmp/pages/p000.ppm ${H/--max-new-tokens 256 --ignore-eos/--max-new-tokens 600} \
+      --format jsonl > "$W/screen_stops_$s.jsonl" 2>&1
+  done
+  grep -m1 "greedy screen" "$W/screen_forced_1.log" | sed 's/^/load, LECTOR_GREEDY_SCREEN=1: /' | tee -a "$W/latency.txt"
+  for kind in forced stops; do
+    same_page "greedy screen off vs on ($kind)" "$W/screen_${kind}_0.jsonl" "$W/screen_${kind}_1.jsonl"
+  done | tee -a "$W/latency.txt"
+fi
 # STOP_AFTER_SCREEN=1: a short check of the screen in the engine (with KTESTS=tst_greedy_screen and BASELINE_S=1: the
 # build, that test, parity, one request and the checks above): the default's load line, then done.
 if [ -n "${STOP_AFTER_SCREEN:-}" ]; then

@@ -817,7 +817,6 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             }
         }
         m_chainRoutes[b] = routes;
-        const double routesUs = bestUs;
         std::string rotation;
         if (rotatable) {
             // The QK-norm/RoPE kernel against the rotation inside decode attention, on these routes: one
@@ -833,14 +832,14 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             }
             const bool flip = us < 0.99 * bestUs;
             m_rotationInside[b] = flip != rotationByDefault;
-            const double insideUs = rotationByDefault ? routesUs : us, apartUs = rotationByDefault ? us : routesUs;
+            const double insideUs = rotationByDefault ? bestUs : us, apartUs = rotationByDefault ? us : bestUs;
             rotation = std::string("; rotation inside attention ") + roundedUs(insideUs) + " us, apart " + roundedUs(apartUs) +
                        " us (" + (m_rotationInside[b] ? "inside" : "apart") + " taken)";
         }
         std::string line = "decode step of " + std::to_string(b) + " sequences:";
         for (int p = 0; p < kNumProjections; ++p)
             line += std::string(p ? "," : "") + " " + names[p] + " " + routeNames[static_cast<int>(routes[static_cast<size_t>(p)])];
-        report.push_back(line + " (" + roundedUs(routesUs) + " us, against " + roundedUs(perProjectionUs) +
+        report.push_back(line + " (" + roundedUs(bestUs) + " us, against " + roundedUs(perProjectionUs) +
                          " with the per-projection choice" + rotation + ")");
     }
     useEagerAttention();

@@ -55,7 +55,7 @@ constexpr int paddedRows(int rows) { return rows <= 16 ? 16 : rows <= 32 ? 32 : 
 constexpr int kMaxRing = 8;               // stages a round takes at most
 constexpr int kDefaultRing = 4;           // 40 to 64 KB of shared memory a CTA
 constexpr int kRingBudget = 100 * 1024;   // a longer ring stays within this (the next kernel's CTAs fit beside)
-constexpr int stageBytesOf(int paddedN, int tiles = 1) { return tiles * kWStageBytes + paddedN * kStageK * 2; }
+constexpr int stageBytesOf(int paddedN, int tiles) { return tiles * kWStageBytes + paddedN * kStageK * 2; }
 
 struct Layout {
     int kSlice = 0, stages = 0;  // K per CTA, in stages of kStageK
@@ -302,16 +302,14 @@ cudaError_t launchSkinnyGemmWg(const SkinnyGemmParams& p, cudaStream_t stream)
     if (split < 1 || split > kMaxSplit || (split & (split - 1)) != 0 || p.k % (kStageK * split) != 0 ||
         p.xStride % 8 != 0 || p.weightStride % 8 != 0 || !aligned16(p.x) || !aligned16(p.weight))
         return cudaErrorNotSupported;
-    auto run = [&]<class T>() -> cudaError_t {
+    auto padded = [&]<class T, int kTiles>() -> cudaError_t {
         const int n = paddedRows(p.rows);
-        if (tilesOf(p) == 2) {
-            if (n == 16) return launchPadded<T, 16, 2>(q, split, stream);
-            if (n == 32) return launchPadded<T, 32, 2>(q, split, stream);
-            return launchPadded<T, 64, 2>(q, split, stream);
-        }
-        if (n == 16) return launchPadded<T, 16, 1>(q, split, stream);
-        if (n == 32) return launchPadded<T, 32, 1>(q, split, stream);
-        return launchPadded<T, 64, 1>(q, split, stream);
+        if (n == 16) return launchPadded<T, 16, kTiles>(q, split, stream);
+        if (n == 32) return launchPadded<T, 32, kTiles>(q, split, stream);
+        return launchPadded<T, 64, kTiles>(q, split, stream);
+    };
+    auto run = [&]<class T>() -> cudaError_t {
+        return tilesOf(p) == 2 ? padded.template operator()<T, 2>() : padded.template operator()<T, 1>();
     };
     return p.dtype == DType::F16 ? run.template operator()<__half>() : run.template operator()<__nv_bfloat16>();
 }
