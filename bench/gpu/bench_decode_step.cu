@@ -88,7 +88,6 @@ struct Variant {
     Projections projections = Projections::Runner;
     unsigned tcApart = 0;  // with Runner: these projections (bits of Which) on the tensor cores, apart
     unsigned wgApart = 0;  // with Runner: these projections on the warp-group engine, apart
-    unsigned wgWide = 0;   // ... and these with two 64-column weight tiles a CTA (SkinnyGemmParams::columnTiles)
     bool rope = true, attention = true, oProj = true, mlp = true, lmHead = true;
     // The add + RMSNorm kernels in front of qkv and gate/up, and the SiLU-mul kernel in front of down,
     // where they run apart (left out: what fusing them into the products could save at most).
@@ -194,13 +193,12 @@ void withNorm(gpu::SkinnyGemmParams& p, Model& m, const Buffer& normWeight)
 }
 
 enum Which { kQkvProj, kOProj, kGateUpProj, kDownProj, kLmHead };
-enum class Engine { Simt, TensorCore, WarpGroup, WarpGroupWide, Library };
+enum class Engine { Simt, TensorCore, WarpGroup, Library };
 
 // Where a projection runs for the variant at its rows (the header; model_runner.cpp, skinnyEngine()).
 Engine engineOf(const Variant& v, int rows, Which w)
 {
     if (rows <= 2) return Engine::Simt;
-    if (v.wgWide >> w & 1u) return Engine::WarpGroupWide;
     if (v.projections == Projections::WarpGroupsApart || (v.wgApart >> w & 1u)) return Engine::WarpGroup;
     if (v.projections != Projections::Runner || (v.tcApart >> w & 1u)) return Engine::TensorCore;
     const int tcUpTo = w == kDownProj ? 8 : w == kOProj ? 16 : w == kLmHead ? 32 : 0;
@@ -210,7 +208,7 @@ Engine engineOf(const Variant& v, int rows, Which w)
 // Whether the add + RMSNorm or SiLU-mul runs inside the projection's GEMM (else as its own kernel first).
 bool prologueInside(const Variant& v, Which w, Engine e)
 {
-    return e != Engine::Library && e != Engine::WarpGroup && e != Engine::WarpGroupWide && v.projections != Projections::TensorCoresApart &&
+    return e != Engine::Library && e != Engine::WarpGroup && v.projections != Projections::TensorCoresApart &&
            !(v.tcApart >> w & 1u);
 }
 
@@ -230,9 +228,8 @@ bool gemm(const Model& m, Engine e, gpu::SkinnyGemmParams p, cudaStream_t stream
 {
     if (e == Engine::Library) return libraryLinear(m.blas, p);
     p.engine = e == Engine::Simt ? gpu::SkinnyEngine::Simt
-               : e == Engine::WarpGroup || e == Engine::WarpGroupWide ? gpu::SkinnyEngine::WarpGroup
-                                                                      : gpu::SkinnyEngine::TensorCore;
-    p.columnTiles = e == Engine::WarpGroupWide ? 2 : 0;
+               : e == Engine::WarpGroup ? gpu::SkinnyEngine::WarpGroup
+                                        : gpu::SkinnyEngine::TensorCore;
     return gpu::launchSkinnyGemm(p, stream) == cudaSuccess;
 }
 
@@ -374,14 +371,6 @@ std::vector<Variant> variants(int rows)
             add("warp groups for the LM head", [](Variant& x) { x.wgApart = 1u << kLmHead; });
             add("warp groups for o, down and the LM head", [](Variant& x) {
                 x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
-            });
-            // Two column tiles a CTA: half the x bytes from the L2 per weight byte (the runner's
-            // Route::WarpGroupWide, tried per projection and graph size at load).
-            for (int w = kQkvProj; w <= kLmHead; ++w)
-                add(std::string("warp groups, two column tiles, for ") + (w == kLmHead ? "the LM head" : names[w]) + " only",
-                    [&](Variant& x) { x.wgWide = 1u << w; });
-            add("warp groups, two column tiles, for qkv, gate/up, down and the LM head", [](Variant& x) {
-                x.wgWide = 1u << kQkvProj | 1u << kGateUpProj | 1u << kDownProj | 1u << kLmHead;
             });
         }
     }
