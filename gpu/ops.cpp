@@ -539,15 +539,13 @@ SkinnyGemmParams skinnyParams(const at::Tensor& out, const at::Tensor& x, const 
 }  // namespace
 
 void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput,
-                  SkinnyEngine engine, int columnTiles)
+                  SkinnyEngine engine)
 {
     const char* op = "skinnyLinear";
     TORCH_CHECK(x.dim() == 2 && (!siluMulInput || x.size(1) % 2 == 0), op,
                 ": x must be 2-D, of even width when it is a gate/up input, got ", x.sizes());
     SkinnyGemmParams p = skinnyParams(out, x, weight, siluMulInput ? x.size(1) / 2 : x.size(1), engine, op);
     p.siluMulInput = siluMulInput;
-    TORCH_CHECK(columnTiles >= 0 && columnTiles <= 2, op, ": columnTiles must be 0, 1 or 2, got ", columnTiles);
-    p.columnTiles = columnTiles;
     dispatch(x, op, p, LECTOR_LAUNCHER(launchSkinnyGemm), &ref::skinnyGemmRef);
 }
 

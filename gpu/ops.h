@@ -156,10 +156,9 @@ void siluAndMul(const at::Tensor& out, const at::Tensor& input);
 // siluMulInput, x is a [rows, 2k] gate/up output and the product uses siluAndMul(x) (rounded to the
 // dtype), in one kernel. out may also be float32: it then holds the dtype-rounded product widened (no
 // separate conversion). TensorCore on CUDA needs sm_90, a 16-bit dtype, K a multiple of 32 and 16-byte
-// rows (it throws otherwise); on CPU both engines are the reference. columnTiles: the WarpGroup engine's
-// 64-column weight tiles a CTA covers (SkinnyGemmParams::columnTiles; 0 or 1: one, 2: two).
+// rows (it throws otherwise); on CPU both engines are the reference.
 void skinnyLinear(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, bool siluMulInput = false,
-                  SkinnyEngine engine = SkinnyEngine::Simt, int columnTiles = 0);
+                  SkinnyEngine engine = SkinnyEngine::Simt);
 
 // fusedAddRmsNorm then skinnyLinear in one kernel: residualOut = residualIn + delta (rounded),
 // out = (normWeight * residualOut / rms(residualOut)) weight^T. delta, residualIn, residualOut:

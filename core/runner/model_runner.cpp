@@ -282,7 +282,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
     at::Tensor spare;                    // [n, hidden], the other residual buffer of the fused prologue
     at::Tensor h = at::empty_like(x);    // [n, hidden], normed input of the next matmul
     at::Tensor attn = at::empty({n, hq, d}, x.options());
-    const std::optional<SkinnyChoice> downEngine = skinnyEngine(n, kDown);
+    const std::optional<gpu::SkinnyEngine> downEngine = skinnyEngine(n, kDown);
     const bool siluInside = downEngine && prologueInside(n, kDown);
     at::Tensor act = siluInside ? at::Tensor() : at::empty({n, c.intermediateSize}, x.options());
     // The output of the last o / down projection, not yet added to the residual: the add + RMSNorm in
@@ -298,7 +298,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
             if (!spare.defined()) spare = at::empty_like(x);
             const at::Tensor& weight = weightOf(p, l);
             at::Tensor out = at::empty({n, weight.size(0)}, x.options());
-            gpu::skinnyLinearAddRmsNorm(out, pending, residual, spare, normWeight, eps, weight, engine->engine);
+            gpu::skinnyLinearAddRmsNorm(out, pending, residual, spare, normWeight, eps, weight, *engine);
             std::swap(residual, spare);
             return out;
         }
@@ -348,7 +348,7 @@ at::Tensor ModelRunner::forward(at::Tensor x, const Metadata& meta) const
         const at::Tensor gateUp = addNormProject(w.postNorm, kGateUp, l);  // [n, 2 * intermediate]
         if (siluInside) {  // the skinny GEMM applies SiLU-and-mul as it reads gate/up
             pending = at::empty_like(x);
-            gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true, downEngine->engine);
+            gpu::skinnyLinear(pending, gateUp, w.downProj, /*siluMulInput=*/true, *downEngine);
         } else {
             gpu::siluAndMul(act, gateUp);
             pending = project(act, kDown, l);
@@ -383,10 +383,10 @@ std::vector<at::Tensor> ModelRunner::transposedCopies(Projection p) const
 at::Tensor ModelRunner::skinnyOrNone(const at::Tensor& x, const at::Tensor& weight, int which,
                                      std::optional<at::ScalarType> outType) const
 {
-    const std::optional<SkinnyChoice> engine = skinnyEngine(x.size(0), which);
+    const std::optional<gpu::SkinnyEngine> engine = skinnyEngine(x.size(0), which);
     if (!engine) return at::Tensor();
     at::Tensor out = at::empty({x.size(0), weight.size(0)}, x.options().dtype(outType.value_or(x.scalar_type())));
-    gpu::skinnyLinear(out, x, weight, /*siluMulInput=*/false, engine->engine, engine->columnTiles);
+    gpu::skinnyLinear(out, x, weight, /*siluMulInput=*/false, *engine);
     return out;
 }
 
@@ -399,7 +399,6 @@ ModelRunner::Route ModelRunner::route(std::int64_t rows, int which) const
     if (which == kNumProjections && rows > m_skinnyRows[which])
         for (size_t i = 0; i < std::size(kLmHeadWarpGroupRows); ++i)
             if (rows <= kLmHeadWarpGroupRows[i]) {
-                if (m_lmHeadWarpGroup >> (std::size(kLmHeadWarpGroupRows) + i) & 1u) return Route::WarpGroupWide;
                 if (m_lmHeadWarpGroup >> i & 1u) return Route::WarpGroupApart;
                 break;
             }
@@ -417,14 +416,13 @@ bool ModelRunner::rotationInside(std::int64_t seqs) const
     return seqs <= m_options.fusedDecodeRopeMaxBatch;
 }
 
-std::optional<ModelRunner::SkinnyChoice> ModelRunner::skinnyEngine(std::int64_t rows, int which) const
+std::optional<gpu::SkinnyEngine> ModelRunner::skinnyEngine(std::int64_t rows, int which) const
 {
     switch (route(rows, which)) {
-    case Route::Simt: return SkinnyChoice{gpu::SkinnyEngine::Simt};
+    case Route::Simt: return gpu::SkinnyEngine::Simt;
     case Route::TensorCore:
-    case Route::TensorCoreApart: return SkinnyChoice{gpu::SkinnyEngine::TensorCore};
-    case Route::WarpGroupApart: return SkinnyChoice{gpu::SkinnyEngine::WarpGroup};
-    case Route::WarpGroupWide: return SkinnyChoice{gpu::SkinnyEngine::WarpGroup, 2};
+    case Route::TensorCoreApart: return gpu::SkinnyEngine::TensorCore;
+    case Route::WarpGroupApart: return gpu::SkinnyEngine::WarpGroup;
     case Route::Library: break;
     }
     return std::nullopt;
@@ -678,13 +676,13 @@ bool ModelRunner::applyTuning(const RunnerTuning& t)
         if (t.skinnyRows[i] < 0 || t.skinnyRows[i] > 64 || t.tensorCoreRows[i] < 0 || t.tensorCoreRows[i] > gpu::kSkinnyTcMaxRows)
             return false;
     }
-    if (t.lmHeadWarpGroup >> 2 * std::size(kLmHeadWarpGroupRows)) return false;
+    if (t.lmHeadWarpGroup >> std::size(kLmHeadWarpGroupRows)) return false;
     for (const auto& [b, inside] : t.rotationInside)
         if (b < 1) return false;
     for (const auto& [b, routes] : t.chainRoutes) {
         if (b < 1) return false;
         for (int r : routes)
-            if (r < static_cast<int>(Route::Library) || r > static_cast<int>(Route::WarpGroupWide)) return false;
+            if (r < static_cast<int>(Route::Library) || r > static_cast<int>(Route::WarpGroupApart)) return false;
     }
     using Kind = gpu::PersistentDecoder::Kind;
     std::unique_ptr<gpu::PersistentDecoder>* keep = nullptr;
@@ -763,8 +761,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
     const int bs = m_kv.blockSize();
     const std::int64_t blocksPerSeq = (kTuningContext + bs - 1) / bs;
     const char* names[kNumProjections] = {"qkv", "o", "gate/up", "down"};
-    const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart", "warp groups apart",
-                                "warp groups apart, two column tiles"};
+    const char* routeNames[] = {"library", "simt", "tensor cores", "tensor cores apart", "warp groups apart"};
     m_chainRoutes.clear();
     m_rotationInside.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -797,7 +794,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
         for (int p = 0; p < kNumProjections; ++p) {
             // The warp-group engine (sm_90a) has no load-time check of its own: the step's logits below
             // must match, and a card without it fails the launch (never taken).
-            for (const Route alt : {Route::Library, Route::TensorCoreApart, Route::WarpGroupApart, Route::WarpGroupWide}) {
+            for (const Route alt : {Route::Library, Route::TensorCoreApart, Route::WarpGroupApart}) {
                 const Route now = routes[static_cast<size_t>(p)];
                 // (o has no prologue: both tensor-core routes are one)
                 if (alt == now || (alt == Route::TensorCoreApart && (!m_tensorCoresAgree[p] || (p == kO && now == Route::TensorCore))))
@@ -855,38 +852,29 @@ void ModelRunner::chooseLmHeadWarpGroup(const at::Tensor& weight, const at::Tens
                                         int tensorCoresUpTo, std::vector<std::string>& report)
 {
     // The logits as logits() makes them, float32, by each way it could take at these rows: the warp-group
-    // engine where it is at least 5 % faster than the faster of the others and matches the library; with
-    // two column tiles a CTA where that is faster still (by 2 %) and matches too.
+    // engine where it is at least 5 % faster than the faster of the others and matches the library.
     const at::Device device = weight.device();
-    const size_t sizes = std::size(kLmHeadWarpGroupRows);
     m_lmHeadWarpGroup = 0;
-    std::string line = "lm head, warp-group engine (one / two column tiles) at";
-    for (size_t i = 0; i < sizes; ++i) {
+    std::string line = "lm head, warp-group engine at";
+    for (size_t i = 0; i < std::size(kLmHeadWarpGroupRows); ++i) {
         const std::int64_t rows = kLmHeadWarpGroupRows[i];
         if (rows <= skinnyUpTo) continue;
         const at::Tensor x = at::randn({rows, weight.size(1)}, weight.options());
         const at::Tensor out = at::empty({rows, weight.size(0)}, weight.options().dtype(at::kFloat));
         auto library = [&] { return (transposed ? at::mm(x, *transposed) : at::linear(x, weight)).to(at::kFloat); };
-        double other = gpu::graphMicros(device, [&] { (void)library(); });
-        const at::Tensor want = library();
-        const double wantNorm = std::max(want.norm().item<double>(), 1e-30);
-        auto warpGroup = [&](int tiles) {  // microseconds, or infinity where it fails or disagrees
-            try {
-                auto run = [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::WarpGroup, tiles); };
-                run();
-                if ((out - want).norm().item<double>() <= 1e-2 * wantNorm) return gpu::graphMicros(device, run);
-            } catch (const std::exception&) {  // not this card: never
-            }
-            return std::numeric_limits<double>::infinity();
-        };
-        const double wg = warpGroup(1), wide = warpGroup(2);
+        double wg = std::numeric_limits<double>::infinity(), other = gpu::graphMicros(device, [&] { (void)library(); });
+        try {
+            gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::WarpGroup);
+            const at::Tensor want = library();
+            if ((out - want).norm().item<double>() <= 1e-2 * std::max(want.norm().item<double>(), 1e-30))
+                wg = gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::WarpGroup); });
+        } catch (const std::exception&) {  // not this card: never
+        }
         if (rows <= tensorCoresUpTo)
             other = std::min(other, gpu::graphMicros(device, [&] { gpu::skinnyLinear(out, x, weight, false, gpu::SkinnyEngine::TensorCore); }));
-        const double best = std::min(wg, 0.98 * wide);  // two tiles only where they beat one by 2 %
-        if (best < 0.95 * other) m_lmHeadWarpGroup |= 1u << (0.98 * wide < wg ? sizes + i : i);
-        line += " " + std::to_string(rows) + " rows " + roundedUs(wg) + " / " + roundedUs(wide) + " us vs " +
-                roundedUs(other) +
-                (m_lmHeadWarpGroup >> (sizes + i) & 1u ? " (two taken);" : m_lmHeadWarpGroup >> i & 1u ? " (one taken);" : ";");
+        if (wg < 0.95 * other) m_lmHeadWarpGroup |= 1u << i;
+        line += " " + std::to_string(rows) + " rows " + roundedUs(wg) + " us vs " +
+                roundedUs(other) + (m_lmHeadWarpGroup >> i & 1u ? " (taken);" : ";");
     }
     report.push_back(line);
 }

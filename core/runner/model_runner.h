@@ -200,9 +200,8 @@ private:
     enum Projection { kQkv, kO, kGateUp, kDown, kNumProjections };
     // How a projection runs at a row count: the matmul library; the skinny GEMM's SIMT or tensor-core
     // engine with the add + RMSNorm or SiLU-mul in front of it inside the kernel; or the tensor-core or
-    // warp-group engine behind those as kernels of their own, the latter with one or two 64-column weight
-    // tiles a CTA (WarpGroupWide: SkinnyGemmParams::columnTiles = 2).
-    enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart, WarpGroupApart, WarpGroupWide };
+    // warp-group engine behind those as kernels of their own.
+    enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart, WarpGroupApart };
     using Routes = std::array<Route, kNumProjections>;
     // The route of projection `which` (kNumProjections: the LM head) at `rows` rows: chooseChainRoutes'
     // choice for the smallest graph size it timed at or above `rows`, else the per-projection tuning.
@@ -215,12 +214,8 @@ private:
     at::Tensor project(const at::Tensor& x, Projection p, size_t l) const;
     const at::Tensor& weightOf(Projection p, size_t l) const;  // [out, in] as the decoder stores it
     std::vector<at::Tensor> transposedCopies(Projection p) const;  // weightOf(p, l).t() of every layer, contiguous
-    // The skinny GEMM engine of route(rows, which) and its column tiles, or none (the matmul library).
-    struct SkinnyChoice {
-        gpu::SkinnyEngine engine;
-        int columnTiles = 0;
-    };
-    std::optional<SkinnyChoice> skinnyEngine(std::int64_t rows, int which) const;
+    // The skinny GEMM engine of route(rows, which), or none (the matmul library).
+    std::optional<gpu::SkinnyEngine> skinnyEngine(std::int64_t rows, int which) const;
     // Whether route(rows, which) puts the add + RMSNorm or SiLU-mul inside the skinny GEMM.
     bool prologueInside(std::int64_t rows, int which) const;
     // gpu::skinnyLinear(x, weight) when tuning chose it for projection `which` at x's row count, into an
@@ -267,8 +262,7 @@ private:
     int m_tensorCoreRows[kNumProjections + 1] = {};         // its tensor-core engine above those, up to this many
     bool m_tensorCoresAgree[kNumProjections + 1] = {};      // tuning: the engine ran and matched the library
     // The LM head's row counts (bit i: rows up to kLmHeadWarpGroupRows[i], above the one before) where the
-    // warp-group engine beat both the tensor-core engine and the library at tuning; bit
-    // std::size(kLmHeadWarpGroupRows) + i: where it did so with two column tiles a CTA, and better than with one.
+    // warp-group engine beat both the tensor-core engine and the library at tuning.
     unsigned m_lmHeadWarpGroup = 0;
     // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up and
     // down for steps of more rows than the next smaller size, up to this one.

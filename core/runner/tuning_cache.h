@@ -23,7 +23,7 @@ struct RunnerTuning {
     std::array<int, kProjections> skinnyRows{};         // gpu::skinnyLinear (SIMT) up to this many rows
     std::array<int, kProjections> tensorCoreRows{};     // its tensor-core engine above those, up to this many
     std::array<bool, kProjections> tensorCoresAgree{};  // the tensor-core engine matched the library
-    unsigned lmHeadWarpGroup = 0;                       // ModelRunner's bit sets of LM head row counts (one, two tiles)
+    unsigned lmHeadWarpGroup = 0;                       // ModelRunner's bit set of LM head row counts
     std::map<int, std::array<int, 4>> chainRoutes;      // graph size -> route of qkv, o, gate/up, down
     std::map<int, bool> rotationInside;                 // graph size -> rotates inside decode attention
     int singleSequence = kChain;                        // what decodes a single sequence

@@ -32,7 +32,7 @@ struct SkinnyGemmParams {
     int ringStages = 0;
     // WarpGroup: 64-column tiles of the weight a CTA multiplies by one x tile (1 or 2; 0 picks 1). Two halve
     // the x bytes each CTA loads per weight byte (at 64 rows one tile loads as many x bytes as weight bytes).
-    // The runner times it at load as a route of its own (ModelRunner::chooseChainRoutes, chooseLmHeadWarpGroup).
+    // An experiment, not yet timed: the runner leaves it at 0.
     int columnTiles = 0;
     void* out = nullptr;           // [rows, n], outStride
     const void* x = nullptr;       // [rows, k], xStride ([rows, 2k] with siluMulInput)
