@@ -30,10 +30,6 @@ struct SkinnyGemmParams {
     // WarpGroup: stages of 64 k a CTA keeps in flight (its ring, 1..8); 0 picks (skinny_gemm_wg.cu: 4, or
     // a longer slice whole). Fewer stages take less shared memory, so more CTAs fit beside each other.
     int ringStages = 0;
-    // WarpGroup: 64-column tiles of the weight a CTA multiplies by one x tile (1 or 2; 0 picks 1). Two halve
-    // the x bytes each CTA loads per weight byte (at 64 rows one tile loads as many x bytes as weight bytes).
-    // An experiment, not yet timed: the runner leaves it at 0.
-    int columnTiles = 0;
     void* out = nullptr;           // [rows, n], outStride
     const void* x = nullptr;       // [rows, k], xStride ([rows, 2k] with siluMulInput)
     const void* weight = nullptr;  // [n, k], weightStride

@@ -14,10 +14,6 @@
 // follows the wait. (cp.async of 16 bytes by every thread, the first version: about 16 GB/s per
 // multiprocessor, the LM head at 1.7 TB/s against the mma.sync engine's 3.8 TB/s; device calls 121-122.)
 //
-// With SkinnyGemmParams::columnTiles = 2 a CTA covers two 64-column tiles of the weight with one x tile (two
-// products a k-step into two accumulators): at 64 rows one tile loads as many bytes of x (from the L2) as of
-// weight (the LM head: ~247 MB of each), two halve that. An experiment, not yet timed (docs/perf.md, session 50).
-//
 // K is split over a thread-block cluster of `split` CTAs when the columns alone give too few CTAs. The
 // partial [rows, 64] tiles meet in distributed shared memory, each CTA summing its share in rank order,
 // so the results do not depend on timing.
@@ -47,15 +43,14 @@ constexpr int kWStageBytes = kCols * kStageK * 2;  // 8 KB
 constexpr int kSwizzleAtom = 1024;                 // 8 rows x 128 bytes: what a swizzled tile aligns to
 constexpr int kMaxSplit = 8;
 constexpr int kMaxSmem = 227 * 1024;
-// Floats a row of the partial tile over `tiles` column tiles; the fragment stores of a warp land in distinct banks.
-constexpr int tileStrideOf(int tiles) { return kCols * tiles + 4; }
+constexpr int kTileStride = kCols + 4;  // floats; the fragment stores of a warp land in distinct banks
 
 // Rows of x padded to wgmma's N.
 constexpr int paddedRows(int rows) { return rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
 constexpr int kMaxRing = 8;               // stages a round takes at most
 constexpr int kDefaultRing = 4;           // 40 to 64 KB of shared memory a CTA
 constexpr int kRingBudget = 100 * 1024;   // a longer ring stays within this (the next kernel's CTAs fit beside)
-constexpr int stageBytesOf(int paddedN, int tiles) { return tiles * kWStageBytes + paddedN * kStageK * 2; }
+constexpr int stageBytesOf(int paddedN) { return kWStageBytes + paddedN * kStageK * 2; }
 
 struct Layout {
     int kSlice = 0, stages = 0;  // K per CTA, in stages of kStageK
@@ -64,14 +59,14 @@ struct Layout {
     int total = 0;               // dynamic shared memory, with the slack to align the ring to 1 KB
 };
 
-__host__ __device__ inline Layout layoutOf(int paddedN, int ring, int k, int split, int tiles)
+__host__ __device__ inline Layout layoutOf(int paddedN, int ring, int k, int split)
 {
     Layout l;
     l.kSlice = k / split;
     l.stages = l.kSlice / kStageK;
-    l.stageBytes = stageBytesOf(paddedN, tiles);
+    l.stageBytes = stageBytesOf(paddedN);
     const int ringBytes = (ring < l.stages ? ring : l.stages) * l.stageBytes;
-    const int tileBytes = paddedN * tileStrideOf(tiles) * 4;
+    const int tileBytes = paddedN * kTileStride * 4;
     l.barrierOffset = ringBytes > tileBytes ? ringBytes : tileBytes;
     l.total = l.barrierOffset + ring * 8 + kSwizzleAtom;
     return l;
@@ -84,7 +79,7 @@ __device__ __forceinline__ uint64_t swizzledDescriptor(uint32_t tileAddr, uint32
     return wgmma::smemDescriptor(tileAddr + kBytes, 16, kSwizzleAtom) | uint64_t(1) << 62;
 }
 
-template <class T, int kN, int kTiles>
+template <class T, int kN>
 __global__ void __launch_bounds__(kThreads)
     skinnyWgKernel(const __grid_constant__ CUtensorMap wMap, const __grid_constant__ CUtensorMap xMap, SkinnyGemmParams p)
 {
@@ -93,9 +88,8 @@ __global__ void __launch_bounds__(kThreads)
     extern __shared__ __align__(128) uint8_t smemRaw[];
     const cg::cluster_group cluster = cg::this_cluster();
     const int split = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
-    const Layout l = layoutOf(kN, ring, p.k, split, kTiles);
-    constexpr int kCtaCols = kCols * kTiles, kTileStride = tileStrideOf(kTiles);
-    const int k0 = rank * l.kSlice, col0 = blockIdx.y * kCtaCols;
+    const Layout l = layoutOf(kN, ring, p.k, split);
+    const int k0 = rank * l.kSlice, col0 = blockIdx.y * kCols;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     // The swizzled tiles want 1 KB alignment.
     uint8_t* const smem = smemRaw + ((kSwizzleAtom - (smemAddr(smemRaw) & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1));
@@ -104,19 +98,17 @@ __global__ void __launch_bounds__(kThreads)
     const int first = l.stages < ring ? l.stages : ring;
     constexpr uint32_t kXBytes = kN * kStageK * 2;
     auto loadWeight = [&](int slot, int stage) {
-        for (int t = 0; t < kTiles; ++t)
-            tmaLoad2d(smem + slot * l.stageBytes + t * kWStageBytes, &wMap, k0 + stage * kStageK, col0 + t * kCols,
-                      full + slot);
+        tmaLoad2d(smem + slot * l.stageBytes, &wMap, k0 + stage * kStageK, col0, full + slot);
     };
     auto loadX = [&](int slot, int stage) {
-        tmaLoad2d(smem + slot * l.stageBytes + kTiles * kWStageBytes, &xMap, k0 + stage * kStageK, 0, full + slot);
+        tmaLoad2d(smem + slot * l.stageBytes + kWStageBytes, &xMap, k0 + stage * kStageK, 0, full + slot);
     };
     if (tid == 0) {
         for (int s = 0; s < ring; ++s) mbarInit(full + s, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         // The first round's weight before the wait: the stage's one arrival expects weight and x.
         for (int s = 0; s < first; ++s) {
-            mbarArriveExpectTx(full + s, kTiles * kWStageBytes + kXBytes);
+            mbarArriveExpectTx(full + s, kWStageBytes + kXBytes);
             loadWeight(s, s);
         }
     }
@@ -128,11 +120,9 @@ __global__ void __launch_bounds__(kThreads)
 
     // Rounds of up to `ring` stages: wait for the round's tiles, issue all of its products as one group,
     // and once they are done refill the ring with the next round.
-    float acc[kTiles][kN / 2];
+    float acc[kN / 2];
 #pragma unroll
-    for (int t = 0; t < kTiles; ++t)
-#pragma unroll
-        for (int i = 0; i < kN / 2; ++i) acc[t][i] = 0.0f;
+    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
     for (int round = 0, phase = 0; round < l.stages; round += ring, phase ^= 1) {
         const int count = l.stages - round < ring ? l.stages - round : ring;
         // The round's products with a count known to the compiler: a branch between two wgmmas makes
@@ -143,13 +133,10 @@ __global__ void __launch_bounds__(kThreads)
             wgmma::fence();
 #pragma unroll
             for (int s = 0; s < kCount; ++s) {
-                const uint32_t w = base + s * l.stageBytes, x = w + kTiles * kWStageBytes;
+                const uint32_t w = base + s * l.stageBytes, x = w + kWStageBytes;
 #pragma unroll
-                for (int t = 0; t < kTiles; ++t)
-#pragma unroll
-                    for (int kk = 0; kk < kStageK / 16; ++kk)
-                        wgmma::mmaSS<T, kN>(acc[t], swizzledDescriptor(w + t * kWStageBytes, kk * 32),
-                                            swizzledDescriptor(x, kk * 32), 1);
+                for (int kk = 0; kk < kStageK / 16; ++kk)
+                    wgmma::mmaSS<T, kN>(acc, swizzledDescriptor(w, kk * 32), swizzledDescriptor(x, kk * 32), 1);
             }
         };
         switch (count) {
@@ -164,15 +151,14 @@ __global__ void __launch_bounds__(kThreads)
         }
         wgmma::commit();
         wgmma::wait<0>();
-#pragma unroll
-        for (int t = 0; t < kTiles; ++t) wgmma::pinRegisters(acc[t]);
+        wgmma::pinRegisters(acc);
         const int next = round + ring;
         if (next < l.stages) {
             __syncthreads();  // every warp is done with the ring
             if (tid == 0) {
                 const int refill = l.stages - next < ring ? l.stages - next : ring;
                 for (int s = 0; s < refill; ++s) {
-                    mbarArriveExpectTx(full + s, kTiles * kWStageBytes + kXBytes);
+                    mbarArriveExpectTx(full + s, kWStageBytes + kXBytes);
                     loadWeight(s, next + s);
                     loadX(s, next + s);
                 }
@@ -181,26 +167,24 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();  // every warp is past its last product before the tile overwrites the ring
 
-    // The partial tile [kN rows of x][64 kTiles columns] in float32 over the ring. Accumulator i of tile t
-    // of lane (g, q) in warp w: column 64t + 16w + g + 8 ((i / 2) % 2), row 8 (i / 4) + 2q + i % 2.
+    // The partial tile [kN rows of x][64 columns] in float32 over the ring. Accumulator i of lane (g, q)
+    // in warp w: column 16w + g + 8 ((i / 2) % 2), row 8 (i / 4) + 2q + i % 2.
     float* tile = reinterpret_cast<float*>(smem);
     const int g = lane >> 2, q = lane & 3;
 #pragma unroll
-    for (int t = 0; t < kTiles; ++t)
-#pragma unroll
-        for (int i = 0; i < kN / 2; ++i) {
-            const int col = kCols * t + 16 * warp + g + 8 * ((i / 2) % 2), row = 8 * (i / 4) + 2 * q + i % 2;
-            tile[row * kTileStride + col] = acc[t][i];
-        }
+    for (int i = 0; i < kN / 2; ++i) {
+        const int col = 16 * warp + g + 8 * ((i / 2) % 2), row = 8 * (i / 4) + 2 * q + i % 2;
+        tile[row * kTileStride + col] = acc[i];
+    }
     cluster.sync();
-    // This CTA's share of the sum over the cluster, its 64 kTiles consecutive columns a row.
+    // This CTA's share of the sum over the cluster, 64 consecutive columns a row.
     const float* tiles[kMaxSplit];
 #pragma unroll
     for (int r = 0; r < kMaxSplit; ++r) tiles[r] = r < split ? cluster.map_shared_rank(tile, r) : tile;
     const int rowsLeft = p.n - col0;
-    const int elems = p.rows * kCtaCols, step = split * kThreads;
+    const int elems = p.rows * kCols, step = split * kThreads;
     for (int e = rank * kThreads + tid; e < elems; e += step) {
-        const int row = e / kCtaCols, col = e % kCtaCols, at = row * kTileStride + col;
+        const int row = e / kCols, col = e % kCols, at = row * kTileStride + col;
         float s = 0.0f;
 #pragma unroll
         for (int r = 0; r < kMaxSplit; ++r)
@@ -230,16 +214,13 @@ struct Launch {
     int split = 1, ring = kDefaultRing;
 };
 
-// The column tiles a CTA covers (SkinnyGemmParams::columnTiles).
-int tilesOf(const SkinnyGemmParams& p) { return p.columnTiles == 2 ? 2 : 1; }
-
 Launch planOf(const SkinnyGemmParams& p)
 {
-    const int paddedN = paddedRows(p.rows), tiles = tilesOf(p);
-    const int maxRing = std::min(kMaxRing, kRingBudget / stageBytesOf(paddedN, tiles));
+    const int paddedN = paddedRows(p.rows);
+    const int maxRing = std::min(kMaxRing, kRingBudget / stageBytesOf(paddedN));
     Launch c;
     if (p.ringStages > 0) c.ring = std::min(p.ringStages, kMaxRing);
-    const int64_t colBlocks = ceilDiv(p.n, kCols * tiles);
+    const int64_t colBlocks = ceilDiv(p.n, kCols);
     if (p.splitK > 0) {
         c.split = p.splitK;
     } else if (colBlocks < skinnySmCount()) {
@@ -271,17 +252,17 @@ cudaError_t tileMap(CUtensorMap& map, const void* ptr, DType dtype, int k, int r
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <class T, int kN, int kTiles>
+template <class T, int kN>
 cudaError_t launchPadded(const SkinnyGemmParams& p, int split, cudaStream_t stream)
 {
-    auto* kernel = skinnyWgKernel<T, kN, kTiles>;
+    auto* kernel = skinnyWgKernel<T, kN>;
     static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
     if (attr != cudaSuccess) return attr;
-    const Layout l = layoutOf(kN, p.ringStages, p.k, split, kTiles);
+    const Layout l = layoutOf(kN, p.ringStages, p.k, split);
     CUtensorMap wMap, xMap;
     LECTOR_CUDA_TRY(tileMap(wMap, p.weight, p.dtype, p.k, p.n, p.weightStride, kCols));
     LECTOR_CUDA_TRY(tileMap(xMap, p.x, p.dtype, p.k, p.rows, p.xStride, kN));
-    const dim3 grid(static_cast<unsigned>(split), static_cast<unsigned>(ceilDiv(p.n, kCols * kTiles)));
+    const dim3 grid(static_cast<unsigned>(split), static_cast<unsigned>(ceilDiv(p.n, kCols)));
     return launchKernelInClusters(kernel, grid, kThreads, static_cast<size_t>(l.total), stream,
                                   dim3(static_cast<unsigned>(split), 1, 1), wMap, xMap, p);
 }
@@ -290,8 +271,7 @@ cudaError_t launchPadded(const SkinnyGemmParams& p, int split, cudaStream_t stre
 
 cudaError_t launchSkinnyGemmWg(const SkinnyGemmParams& p, cudaStream_t stream)
 {
-    if (p.rows < 0 || p.rows > kSkinnyTcMaxRows || p.n < 0 || p.k < 0 || p.columnTiles < 0 || p.columnTiles > 2)
-        return cudaErrorInvalidValue;
+    if (p.rows < 0 || p.rows > kSkinnyTcMaxRows || p.n < 0 || p.k < 0) return cudaErrorInvalidValue;
     if (p.rows == 0 || p.n == 0) return cudaSuccess;
     static const bool sm90 = currentDeviceAttribute(cudaDevAttrComputeCapabilityMajor) == 9;
     if (p.dtype == DType::F32 || !sm90 || p.normWeight || p.siluMulInput) return cudaErrorNotSupported;
@@ -302,14 +282,11 @@ cudaError_t launchSkinnyGemmWg(const SkinnyGemmParams& p, cudaStream_t stream)
     if (split < 1 || split > kMaxSplit || (split & (split - 1)) != 0 || p.k % (kStageK * split) != 0 ||
         p.xStride % 8 != 0 || p.weightStride % 8 != 0 || !aligned16(p.x) || !aligned16(p.weight))
         return cudaErrorNotSupported;
-    auto padded = [&]<class T, int kTiles>() -> cudaError_t {
-        const int n = paddedRows(p.rows);
-        if (n == 16) return launchPadded<T, 16, kTiles>(q, split, stream);
-        if (n == 32) return launchPadded<T, 32, kTiles>(q, split, stream);
-        return launchPadded<T, 64, kTiles>(q, split, stream);
-    };
     auto run = [&]<class T>() -> cudaError_t {
-        return tilesOf(p) == 2 ? padded.template operator()<T, 2>() : padded.template operator()<T, 1>();
+        const int n = paddedRows(p.rows);
+        if (n == 16) return launchPadded<T, 16>(q, split, stream);
+        if (n == 32) return launchPadded<T, 32>(q, split, stream);
+        return launchPadded<T, 64>(q, split, stream);
     };
     return p.dtype == DType::F16 ? run.template operator()<__half>() : run.template operator()<__nv_bfloat16>();
 }
