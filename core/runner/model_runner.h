@@ -202,7 +202,7 @@ private:
     // engine with the add + RMSNorm or SiLU-mul in front of it inside the kernel; or the tensor-core or
     // warp-group engine behind those as kernels of their own.
     enum class Route : std::uint8_t { Library, Simt, TensorCore, TensorCoreApart, WarpGroupApart };
-    using Routes = std::array<Route, kNumProjections>;
+    using Routes = std::array<Route, kNumProjections + 1>;  // qkv, o, gate/up, down, the LM head
     // The route of projection `which` (kNumProjections: the LM head) at `rows` rows: chooseChainRoutes'
     // choice for the smallest graph size it timed at or above `rows`, else the per-projection tuning.
     Route route(std::int64_t rows, int which) const;
@@ -264,8 +264,8 @@ private:
     // The LM head's row counts (bit i: rows up to kLmHeadWarpGroupRows[i], above the one before) where the
     // warp-group engine beat both the tensor-core engine and the library at tuning.
     unsigned m_lmHeadWarpGroup = 0;
-    // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up and
-    // down for steps of more rows than the next smaller size, up to this one.
+    // chooseChainRoutes(): per graph size it timed (3 to 64 sequences), the routes of qkv, o, gate/up,
+    // down and the LM head for steps of more rows than the next smaller size, up to this one.
     std::map<int, Routes> m_chainRoutes;
     // chooseChainRoutes() too: per graph size it timed, whether its decode steps rotate inside attention
     // (rotationInside()); sizes it did not time follow RunnerOptions::fusedDecodeRopeMaxBatch.

@@ -15,7 +15,7 @@ namespace lector::runner {
 
 namespace {
 
-constexpr int kFormat = 3;  // bump when the fields change (3: rotation_inside)
+constexpr int kFormat = 4;  // bump when the fields change (3: rotation_inside; 4: the LM head in chain_routes)
 
 // FNV-1a, 64 bits: a stable name for the key (std::hash may differ between builds of the standard library).
 std::string hashHex(const std::string& text)
@@ -81,9 +81,11 @@ Result<RunnerTuning> readTuning(const std::filesystem::path& file, const std::st
         t.lmHeadWarpGroup = j.at("lm_head_warp_group").get<unsigned>();
         for (const auto& [size, routes] : j.at("chain_routes").items()) {
             const int b = graphSize(size, "chain_routes");
-            if (!routes.is_array() || routes.size() != 4) throw std::runtime_error("chain_routes: expected 4 routes a size");
-            std::array<int, 4> r{};
-            for (size_t p = 0; p < 4; ++p) r[p] = routes[p].get<int>();
+            constexpr size_t n = RunnerTuning::kProjections;
+            if (!routes.is_array() || routes.size() != n)
+                throw std::runtime_error("chain_routes: expected " + std::to_string(n) + " routes a size");
+            std::array<int, n> r{};
+            for (size_t p = 0; p < n; ++p) r[p] = routes[p].get<int>();
             t.chainRoutes[b] = r;
         }
         for (const auto& [size, inside] : j.at("rotation_inside").items())

@@ -24,7 +24,7 @@ struct RunnerTuning {
     std::array<int, kProjections> tensorCoreRows{};     // its tensor-core engine above those, up to this many
     std::array<bool, kProjections> tensorCoresAgree{};  // the tensor-core engine matched the library
     unsigned lmHeadWarpGroup = 0;                       // ModelRunner's bit set of LM head row counts
-    std::map<int, std::array<int, 4>> chainRoutes;      // graph size -> route of qkv, o, gate/up, down
+    std::map<int, std::array<int, kProjections>> chainRoutes;  // graph size -> route of qkv, o, gate/up, down, LM head
     std::map<int, bool> rotationInside;                 // graph size -> rotates inside decode attention
     int singleSequence = kChain;                        // what decodes a single sequence
     // Single-sequence contexts (keys) above this replay the kernel chain's graph instead of singleSequence's

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/runner/tuning_cache.h"
 #include "tests/support/lector_test.h"
 
@@ -22,8 +24,8 @@ RunnerTuning sample()
     t.tensorCoreRows = {0, 16, 0, 0, 16};
     t.tensorCoresAgree = {true, true, true, true, true};
     t.lmHeadWarpGroup = 0b11110;
-    t.chainRoutes[4] = {3, 1, 3, 1};
-    t.chainRoutes[32] = {0, 3, 0, 4};
+    t.chainRoutes[4] = {3, 1, 3, 1, 1};
+    t.chainRoutes[32] = {0, 3, 0, 4, 4};
     t.rotationInside[32] = true;
     t.rotationInside[64] = false;
     t.singleSequence = RunnerTuning::kHeadParallel;
@@ -76,6 +78,9 @@ LECTOR_TEST(aDamagedTuningFileIsRefusedNamingIt)
     const auto file = dir / "tuning.json";
     LECTOR_CHECK(runner::writeTuning(file, key, sample()).ok());
     const std::string good = readText(file);
+    // A graph size with the four routes of format 3 (before the LM head joined them).
+    nlohmann::json fourRoutes = nlohmann::json::parse(good);
+    fourRoutes["chain_routes"]["32"].erase(4);
     const std::vector<std::pair<std::string, std::string>> damaged = {
         {"empty", ""},
         {"truncated", good.substr(0, good.size() / 2)},
@@ -88,6 +93,7 @@ LECTOR_TEST(aDamagedTuningFileIsRefusedNamingIt)
          std::string(good).replace(good.find("\"rotation_inside\""), 17, "\"rotation_insideX\"")},
         {"a rotation choice for a graph size that is no number",
          std::string(good).replace(good.find("\"64\"", good.find("\"rotation_inside\"")), 4, "\"6x\"")},
+        {"a graph size with four routes, the LM head's missing", fourRoutes.dump(1)},
         {"a rotation choice that is no yes or no",
          std::string(good).replace(good.find("false", good.find("\"rotation_inside\"")), 5, "\"no\"")},
     };
