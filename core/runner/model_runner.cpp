@@ -863,13 +863,7 @@ void ModelRunner::chooseChainRoutes(std::vector<std::string>& report)
             // kernel less a layer, but on an H100 the fusion lost at 56 and 64 sequences (docs/perf.md,
             // call 206), so each card says where. The other way is kept only at 1 % faster (noise).
             m_rotationInside[b] = !rotationByDefault;
-            double us = std::numeric_limits<double>::infinity();
-            try {
-                const at::Tensor got = step().to(at::kFloat);
-                if ((got - want).norm().item<double>() / wantNorm <= 1e-2)
-                    us = gpu::graphMicros(device, [&] { (void)step(); }, 3);
-            } catch (const std::exception&) {  // this card does not run it: never
-            }
+            const double us = timeRoutes(routes);  // infinity where this card does not run it: never
             const bool flip = us < 0.99 * bestUs;
             m_rotationInside[b] = flip != rotationByDefault;
             const double insideUs = rotationByDefault ? bestUs : us, apartUs = rotationByDefault ? us : bestUs;
