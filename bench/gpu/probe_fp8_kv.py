@@ -6,21 +6,24 @@ GB of weights. An 8-bit cache (vLLM's kv_cache_dtype=fp8) halves those bytes but
 promises, so it is the owner's decision. This probe gives that decision its accuracy figure; the speed side is
 bench_decode_step at half the context (the same K/V bytes as 8 bits at the full one).
 
-It builds the model of `hunyuan_reference.py --size full` (same seed as the parity check), runs the page in
-float32 (the reference) and greedy-decodes 32 tokens, then runs float16 with every K/V entering the cache
-rounded through an 8-bit format, the 32 reference tokens forced (so one wrong step does not change the rest):
-  none          float16 K/V, as the engine stores them now
+It builds the model of `hunyuan_reference.py --size full` (by default the parity check's seed), runs each page
+in float32 (the reference) and greedy-decodes 32 tokens, then runs float16 and bfloat16 with every K/V entering
+the cache rounded through an 8-bit format, the 32 reference tokens forced (so one wrong step does not change the
+rest):
+  none          K/V in the weights' dtype, as the engine stores them now
   e4m3          float8 e4m3, scale 1 (vLLM's fp8 cache without calibrated scales)
-  e4m3-head     float8 e4m3, one scale per token and KV head (amax / 448): the best a dynamic scale does
+  e4m3-head     float8 e4m3, a dynamic scale per token and KV head (amax / 448)
   e5m2          float8 e5m2, scale 1
 Each row: the prefill's last logits against float32 (relative L2; the parity bar is 2e-2), the worst of the
 32 forced steps, and the steps whose argmax equals float32's where float32's top-2 margin exceeds 0.05 (the
 parity check's rule). Every read of the cache sees the rounded values, the prefill's attention too, as in
 the engine, where prefill attention reads the paged cache.
 
-  python3 bench/gpu/probe_fp8_kv.py --image /tmp/page_1024.png [--tools ../shared/tools] [--seed 1234]
+  python3 bench/gpu/probe_fp8_kv.py --images /tmp/page_1024.png [more pages] [--tools ../shared/tools] [--seed 1234]
+      [--dtypes float16,bfloat16]
 """
 import argparse
+import copy
 import json
 import os
 import sys
@@ -79,11 +82,31 @@ def forced_run(model, inputs, tokens, dev):
     return logits
 
 
+@torch.no_grad()
+def reference(model, inputs, gen, dev):
+    """float32 greedy decode: the tokens, the logits that chose each, and their top-2 margins."""
+    ids, pv, thw, mm, pos = inputs
+    out = model(input_ids=ids, pixel_values=pv, image_grid_thw=thw, position_ids=pos, mm_token_type_ids=mm,
+                use_cache=True)
+    last, past, L = out.logits[0, -1].float(), out.past_key_values, ids.shape[1]
+    tokens, ref = [], []
+    for s in range(gen):
+        ref.append(last)
+        tokens.append(int(last.argmax()))
+        p = torch.full((4, 1, 1), L + s, dtype=torch.long, device=dev)
+        o = model(input_ids=torch.tensor([[tokens[-1]]], device=dev), position_ids=p, past_key_values=past,
+                  use_cache=True)
+        past, last = o.past_key_values, o.logits[0, -1].float()
+    margins = [float(torch.topk(r, 2).values[0] - torch.topk(r, 2).values[1]) for r in ref]
+    return tokens, ref, margins
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--image", required=True)
+    ap.add_argument("--images", nargs="+", required=True)
     ap.add_argument("--tools", default=os.environ.get("LECTOR_SHARED_DIR", "../shared") + "/tools")
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--seed", type=int, default=1234, help="the random model's (1234: the parity check's)")
+    ap.add_argument("--dtypes", default="float16,bfloat16")
     ap.add_argument("--gen", type=int, default=32)
     args = ap.parse_args()
     sys.path.insert(0, args.tools)
@@ -96,48 +119,44 @@ def main():
     model, _ = R.build("full", args.seed)
     ip = R.HunYuanVLImageProcessorPil(min_pixels=262144, max_pixels=4194304, patch_size=16, temporal_patch_size=1,
                                       merge_size=2, image_mean=R.MEAN, image_std=R.STD)
-    _, pv, thw, ids, mm, pos, _ = R.prepare(model, args.image, ip)
+    pages = []
+    for path in args.images:
+        _, pv, thw, ids, mm, pos, _ = R.prepare(model, path, ip)
+        pages.append((os.path.basename(path), (ids.to(dev), pv.to(dev), thw.to(dev), mm.to(dev), pos.to(dev))))
     rounding = CacheRounding()
 
-    # float32: greedy tokens and their margins
     model = model.to(dev, torch.float32)
-    inputs32 = (ids.to(dev), pv.to(dev, torch.float32), thw.to(dev), mm.to(dev), pos.to(dev))
-    with torch.no_grad():
-        out = model(input_ids=inputs32[0], pixel_values=inputs32[1], image_grid_thw=inputs32[2],
-                    position_ids=inputs32[4], mm_token_type_ids=inputs32[3], use_cache=True)
-        last, past, L = out.logits[0, -1].float(), out.past_key_values, ids.shape[1]
-        tokens, ref = [], []
-        for s in range(args.gen):
-            ref.append(last)
-            tokens.append(int(last.argmax()))
-            p = torch.full((4, 1, 1), L + s, dtype=torch.long, device=dev)
-            o = model(input_ids=torch.tensor([[tokens[-1]]], device=dev), position_ids=p, past_key_values=past,
-                      use_cache=True)
-            past, last = o.past_key_values, o.logits[0, -1].float()
-    margins = [float(torch.topk(r, 2).values[0] - torch.topk(r, 2).values[1]) for r in ref]
-    del out, past, o
-
-    model = model.to(torch.float16)
-    inputs16 = (inputs32[0], inputs32[1].to(torch.float16), inputs32[2], inputs32[3], inputs32[4])
+    refs = {name: reference(model, inputs, args.gen, dev) for name, inputs in pages}
     rows = []
-    for name, fn in quantizers().items():
-        rounding.fn, rounding.calls = fn, 0
-        logits = forced_run(model, inputs16, tokens, dev)
-        if fn is not None and rounding.calls == 0:
-            raise SystemExit(f"probe_fp8_kv: {name}: the cache was never updated through update()")
-        steps = [rel_l2(a, b) for a, b in zip(logits, ref)]
-        clear = [i for i, m in enumerate(margins) if m > 0.05]
-        agree = sum(int(logits[i].argmax()) == tokens[i] for i in clear)
-        rows.append({"kv": name, "last_logits_rel_l2": steps[0], "worst_step_rel_l2": max(steps),
-                     "greedy_agree": agree, "greedy_clear_steps": len(clear), "cache_updates": rounding.calls})
-    rounding.fn = None
+    for dtype_name in args.dtypes.split(","):
+        dtype = getattr(torch, dtype_name)
+        low = copy.deepcopy(model).to(dtype)  # from the float32 weights each time (they are bfloat16 values)
+        for name, inputs in pages:
+            tokens, ref, margins = refs[name]
+            inputs_low = (inputs[0], inputs[1].to(dtype), inputs[2], inputs[3], inputs[4])
+            clear = [i for i, m in enumerate(margins) if m > 0.05]
+            for kv, fn in quantizers().items():
+                rounding.fn, rounding.calls = fn, 0
+                logits = forced_run(low, inputs_low, tokens, dev)
+                if fn is not None and rounding.calls == 0:
+                    raise SystemExit(f"probe_fp8_kv: {kv}: the cache was never updated through update()")
+                steps = [rel_l2(a, b) for a, b in zip(logits, ref)]
+                agree = sum(int(logits[i].argmax()) == tokens[i] for i in clear)
+                rows.append({"seed": args.seed, "dtype": dtype_name, "image": name, "kv": kv,
+                             "last_logits_rel_l2": steps[0], "worst_step_rel_l2": max(steps), "greedy_agree": agree,
+                             "greedy_clear_steps": len(clear), "distinct_tokens": len(set(tokens)),
+                             "min_margin": min(margins)})
+        rounding.fn = None
+        del low
 
-    print("| K/V in the cache | prefill's last logits, rel. L2 vs float32 | worst of %d forced steps | argmax = float32's where its margin > 0.05 |" % args.gen)
-    print("|---|---|---|---|")
+    print(f"| seed | weights | image | K/V in the cache | prefill's last logits, rel. L2 vs float32 | worst of {args.gen} "
+          "forced steps | argmax = float32's where its margin > 0.05 | distinct tokens, least margin |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['kv']} | {r['last_logits_rel_l2']:.2e} | {r['worst_step_rel_l2']:.2e} | "
-              f"{r['greedy_agree']} / {r['greedy_clear_steps']} |")
-    print(json.dumps({"tokens": tokens, "min_margin": min(margins), "rows": rows}))
+        print(f"| {r['seed']} | {r['dtype']} | {r['image']} | {r['kv']} | {r['last_logits_rel_l2']:.2e} | "
+              f"{r['worst_step_rel_l2']:.2e} | {r['greedy_agree']} / {r['greedy_clear_steps']} | "
+              f"{r['distinct_tokens']}, {r['min_margin']:.3f} |")
+    print(json.dumps(rows))
 
 
 if __name__ == "__main__":
