@@ -14,6 +14,8 @@ rest):
   e4m3          float8 e4m3, scale 1 (vLLM's fp8 cache without calibrated scales)
   e4m3-head     float8 e4m3, a dynamic scale per token and KV head (amax / 448)
   e5m2          float8 e5m2, scale 1
+  K e4m3-head   only K through e4m3-head, V as it is (a quarter of the bytes saved, not half)
+  V e4m3-head   only V through e4m3-head
 Each row: the prefill's last logits against float32 (relative L2; the parity bar is 2e-2), the worst of the
 32 forced steps, and the steps whose argmax equals float32's where float32's top-2 margin exceeds 0.05 (the
 parity check's rule). Every read of the cache sees the rounded values, the prefill's attention too, as in
@@ -42,7 +44,12 @@ def quantizers():
     def e5m2(x):
         return x.float().clamp(-57344, 57344).to(torch.float8_e5m2).to(x.dtype)
 
-    return {"none": None, "e4m3": e4m3, "e4m3-head": e4m3_head, "e5m2": e5m2}
+    def same(x):
+        return x
+
+    # name -> (what K goes through, what V goes through), or None for the cache as it is
+    return {"none": None, "e4m3": (e4m3, e4m3), "e4m3-head": (e4m3_head, e4m3_head), "e5m2": (e5m2, e5m2),
+            "K e4m3-head": (e4m3_head, same), "V e4m3-head": (same, e4m3_head)}
 
 
 class CacheRounding:
@@ -56,7 +63,7 @@ class CacheRounding:
 
         def update(cache, key_states, value_states, *args, **kwargs):
             if self.fn is not None:
-                key_states, value_states = self.fn(key_states), self.fn(value_states)
+                key_states, value_states = self.fn[0](key_states), self.fn[1](value_states)
                 self.calls += 1
             return original(cache, key_states, value_states, *args, **kwargs)
 
@@ -108,6 +115,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1234, help="the random model's (1234: the parity check's)")
     ap.add_argument("--dtypes", default="float16,bfloat16")
     ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--kv", default="", help="comma-separated K/V formats to run (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, args.tools)
     import hunyuan_reference as R
@@ -136,6 +144,8 @@ def main():
             inputs_low = (inputs[0], inputs[1].to(dtype), inputs[2], inputs[3], inputs[4])
             clear = [i for i, m in enumerate(margins) if m > 0.05]
             for kv, fn in quantizers().items():
+                if args.kv and kv != "none" and kv not in args.kv.split(","):
+                    continue
                 rounding.fn, rounding.calls = fn, 0
                 logits = forced_run(low, inputs_low, tokens, dev)
                 if fn is not None and rounding.calls == 0:
