@@ -75,37 +75,31 @@ def rel_l2(a, b):
 
 
 @torch.no_grad()
-def forced_run(model, inputs, tokens, dev):
-    """Prefill, then one step per forced token; returns the last-position logits of each (float32)."""
+def run(model, inputs, steps, dev, forced=None):
+    """Prefill, then a token a step until `steps` tokens are chosen: forced[s] where given, else the argmax
+    (greedy). Returns the tokens and the last-position logits (float32) that chose each."""
     ids, pv, thw, mm, pos = inputs
     out = model(input_ids=ids, pixel_values=pv, image_grid_thw=thw, position_ids=pos, mm_token_type_ids=mm,
                 use_cache=True)
     logits, past, L = [out.logits[0, -1].float()], out.past_key_values, ids.shape[1]
-    for s, t in enumerate(tokens[:-1]):
-        p = torch.full((4, 1, 1), L + s, dtype=torch.long, device=dev)
-        o = model(input_ids=torch.tensor([[t]], device=dev), position_ids=p, past_key_values=past, use_cache=True)
-        past = o.past_key_values
-        logits.append(o.logits[0, -1].float())
-    return logits
-
-
-@torch.no_grad()
-def reference(model, inputs, gen, dev):
-    """float32 greedy decode: the tokens, the logits that chose each, and their top-2 margins."""
-    ids, pv, thw, mm, pos = inputs
-    out = model(input_ids=ids, pixel_values=pv, image_grid_thw=thw, position_ids=pos, mm_token_type_ids=mm,
-                use_cache=True)
-    last, past, L = out.logits[0, -1].float(), out.past_key_values, ids.shape[1]
-    tokens, ref = [], []
-    for s in range(gen):
-        ref.append(last)
-        tokens.append(int(last.argmax()))
+    tokens = []
+    for s in range(steps):
+        tokens.append(forced[s] if forced else int(logits[-1].argmax()))
+        if s + 1 == steps:
+            break  # the last token's successor is not needed
         p = torch.full((4, 1, 1), L + s, dtype=torch.long, device=dev)
         o = model(input_ids=torch.tensor([[tokens[-1]]], device=dev), position_ids=p, past_key_values=past,
                   use_cache=True)
-        past, last = o.past_key_values, o.logits[0, -1].float()
-    margins = [float(torch.topk(r, 2).values[0] - torch.topk(r, 2).values[1]) for r in ref]
-    return tokens, ref, margins
+        past = o.past_key_values
+        logits.append(o.logits[0, -1].float())
+    return tokens, logits
+
+
+def greedy_reference(model, inputs, steps, dev):
+    """float32 greedy decode: the tokens, the logits that chose each, and their top-2 margins."""
+    tokens, logits = run(model, inputs, steps, dev)
+    top2 = [torch.topk(r, 2).values for r in logits]
+    return tokens, logits, [float(t[0] - t[1]) for t in top2]
 
 
 def main():
@@ -134,7 +128,7 @@ def main():
     rounding = CacheRounding()
 
     model = model.to(dev, torch.float32)
-    refs = {name: reference(model, inputs, args.gen, dev) for name, inputs in pages}
+    refs = {name: greedy_reference(model, inputs, args.gen, dev) for name, inputs in pages}
     rows = []
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
@@ -147,7 +141,7 @@ def main():
                 if args.kv and kv != "none" and kv not in args.kv.split(","):
                     continue
                 rounding.fn, rounding.calls = fn, 0
-                logits = forced_run(low, inputs_low, tokens, dev)
+                _, logits = run(low, inputs_low, args.gen, dev, forced=tokens)
                 if fn is not None and rounding.calls == 0:
                     raise SystemExit(f"probe_fp8_kv: {kv}: the cache was never updated through update()")
                 steps = [rel_l2(a, b) for a, b in zip(logits, ref)]
