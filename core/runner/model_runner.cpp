@@ -608,6 +608,8 @@ std::vector<std::string> ModelRunner::tuneLayouts()
 
 RunnerTuning ModelRunner::tuning() const
 {
+    // The kept tuning holds a value for each of the four projections and the LM head, as the runner does.
+    static_assert(std::tuple_size_v<Routes> == RunnerTuning::kProjections);
     RunnerTuning t;
     for (int p = 0; p <= kNumProjections; ++p) {
         t.transposed[static_cast<size_t>(p)] = p == kNumProjections ? m_lmHeadT.defined() : !m_transposed[p].empty();
