@@ -17,7 +17,8 @@
 // The other variants: the other splits of one sequence's attention, the final norm inside the LM head,
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
 // miss what PDL does not hide); from three sequences also the norm and SiLU-mul kernels, which bounds
-// what fusing them into the products could save (perf.md, call 133). The sampler is not in it: this is the runner's "chain" figure. Without
+// what fusing them into the products could save (perf.md, call 133); and from three sequences the chain with
+// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
@@ -53,6 +54,7 @@
 
 #include "bench/gpu/cuda_bench.h"
 #include "bench/gpu/decoder_bench.h"
+#include "bench/gpu/kv_int8_prototype.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
 #include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/kernels/rms_norm.cuh"
@@ -99,11 +101,21 @@ struct Variant {
     // The new tokens' QK-norm/XD-RoPE and K/V write inside decode attention (PagedDecodeAttentionParams::
     // rope, the graphs with row partitions: from 3 sequences) instead of the QK-norm/RoPE kernel before it.
     bool rotationInside = false;
+    // > 0: K/V in the prototype int8 cache (bench/gpu/kv_int8_prototype.cuh) read by its attention kernel at
+    // this many times the graphs' row partitions: the QK-norm/RoPE kernel without its K/V write, the int8
+    // write, the int8 attention. (A product build would fold the write into the rotation, one kernel less.)
+    int int8Kv = 0;
+};
+
+// A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup.
+struct Int8Layer {
+    std::unique_ptr<Buffer> keys, values, keyScales, valueScales;
 };
 
 struct Model {
     int rows = 0, context = 0, numBlocks = 0;
     std::vector<Layer> layers;
+    std::vector<Int8Layer> int8;  // from 3 rows (the int8 variants')
     std::unique_ptr<Buffer> lmHead, finalNorm, cosSin, positions, slots, table, lens, workspace, counters;
     std::unique_ptr<Buffer> residual, spare, h, qkv, attn, pending, gateUp, act, logits;
     cublasHandle_t blas = nullptr;  // on the step's stream
@@ -142,6 +154,30 @@ Model makeModel(int rows, int context)
     m.workspace = std::make_unique<Buffer>(size_t(gpu::pagedAttentionWorkspaceFloats(rows, kQHeads, kHeadDim, maxParts)) * 4);
     m.counters = std::make_unique<Buffer>(size_t(rows) * kKvHeads * 4);
     check(cudaMemset(m.counters->ptr, 0, m.counters->bytes), "memset");
+    if (rows > 2) {  // every layer's cache through the int8 write, all slots in order
+        const size_t slotsAll = size_t(m.numBlocks) * gpu::kKvBlockSize;
+        std::vector<int64_t> identity(slotsAll);
+        std::iota(identity.begin(), identity.end(), int64_t(0));
+        const auto ids8 = upload(identity);
+        for (const Layer& w : m.layers) {
+            Int8Layer c{std::make_unique<Buffer>(slotsAll * kKvHeads * kHeadDim), std::make_unique<Buffer>(slotsAll * kKvHeads * kHeadDim),
+                        std::make_unique<Buffer>(slotsAll * kKvHeads * 4), std::make_unique<Buffer>(slotsAll * kKvHeads * 4)};
+            bench::int8kv::WriteParams q;
+            q.key = static_cast<const __half*>(w.keys->ptr);
+            q.value = static_cast<const __half*>(w.values->ptr);
+            q.keyCache = static_cast<int8_t*>(c.keys->ptr);
+            q.valueCache = static_cast<int8_t*>(c.values->ptr);
+            q.keyScale = static_cast<float*>(c.keyScales->ptr);
+            q.valueScale = static_cast<float*>(c.valueScales->ptr);
+            q.slotMapping = static_cast<const int64_t*>(ids8->ptr);
+            q.numTokens = int(slotsAll);
+            q.numKvHeads = kKvHeads;
+            q.numBlocks = m.numBlocks;
+            check(bench::int8kv::launchWrite(q, nullptr), "int8 cache");
+            m.int8.push_back(std::move(c));
+        }
+        check(cudaDeviceSynchronize(), "int8 cache");
+    }
     m.residual = halves(size_t(rows) * kHidden, seed++, 1.0f);
     m.spare = halves(size_t(rows) * kHidden, seed++, 1.0f);
     m.h = halves(size_t(rows) * kHidden, seed++, 1.0f);
@@ -290,6 +326,52 @@ gpu::PagedDecodeAttentionParams attentionParams(const Model& m, const Layer& w, 
     return a;
 }
 
+// Layer l's rotation (in place, no K/V write), the new tokens' K/V into the int8 cache and the int8 attention
+// at rowPartitions (the graphs') times v.int8Kv partitions.
+cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartitions, cudaStream_t stream)
+{
+    const Layer& w = m.layers[size_t(l)];
+    const Int8Layer& c = m.int8[size_t(l)];
+    gpu::QkNormRopeParams r = ropeParams(m, w);
+    r.keyCache = r.valueCache = nullptr;
+    LECTOR_CUDA_TRY(gpu::launchQkNormRope(r, stream));
+    const __half* qkv = static_cast<const __half*>(m.qkv->ptr);
+    bench::int8kv::WriteParams q;
+    q.key = qkv + kQHeads * kHeadDim;
+    q.value = qkv + (kQHeads + kKvHeads) * kHeadDim;
+    q.keyTokenStride = q.valueTokenStride = kQkv;
+    q.keyCache = static_cast<int8_t*>(c.keys->ptr);
+    q.valueCache = static_cast<int8_t*>(c.values->ptr);
+    q.keyScale = static_cast<float*>(c.keyScales->ptr);
+    q.valueScale = static_cast<float*>(c.valueScales->ptr);
+    q.slotMapping = static_cast<const int64_t*>(m.slots->ptr);
+    q.numTokens = m.rows;
+    q.numKvHeads = kKvHeads;
+    q.numBlocks = m.numBlocks;
+    LECTOR_CUDA_TRY(bench::int8kv::launchWrite(q, stream));
+    bench::int8kv::AttentionParams a;
+    a.out = static_cast<__half*>(m.attn->ptr);
+    a.query = qkv;
+    a.keyCache = static_cast<const int8_t*>(c.keys->ptr);
+    a.valueCache = static_cast<const int8_t*>(c.values->ptr);
+    a.keyScale = static_cast<const float*>(c.keyScales->ptr);
+    a.valueScale = static_cast<const float*>(c.valueScales->ptr);
+    a.blockTable = static_cast<const int32_t*>(m.table->ptr);
+    a.contextLens = static_cast<const int32_t*>(m.lens->ptr);
+    a.workspace = static_cast<float*>(m.workspace->ptr);
+    a.counters = static_cast<int32_t*>(m.counters->ptr);
+    a.blockTableStride = kGraphContext / gpu::kKvBlockSize;
+    a.querySeqStride = kQkv;
+    a.outSeqStride = kQHeads * kHeadDim;
+    a.numSeqs = m.rows;
+    a.numQHeads = kQHeads;
+    a.numKvHeads = kKvHeads;
+    a.numBlocks = m.numBlocks;
+    a.rowPartitions = std::min(std::max(rowPartitions, 1) * v.int8Kv, gpu::kDecodeMaxRowPartitions);
+    a.scale = 1.0f / std::sqrt(float(kHeadDim));
+    return bench::int8kv::launchAttention(a, stream);
+}
+
 // One decode step on `stream`; false when a launch fails.
 bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
 {
@@ -317,10 +399,15 @@ bool step(Model& m, const Variant& v, cudaStream_t stream, int numSms)
             a.clusterPartitions = std::max(v.attentionCluster, 0);
             a.rowPartitions = 0;
         }
-        const bool inside = v.rotationInside && v.rope && v.attention && a.rowPartitions > 0;
-        if (inside) a.rope = ropeParams(m, w);
-        else if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
-        if (v.attention) run(gpu::launchPagedDecodeAttention(a, stream));
+        if (v.int8Kv > 0 && v.rope && v.attention && !m.int8.empty()) {
+            run(int8Attention(m, v, l, a.rowPartitions, stream));
+        } else if (const bool inside = v.rotationInside && v.rope && v.attention && a.rowPartitions > 0; inside) {
+            a.rope = ropeParams(m, w);
+            run(gpu::launchPagedDecodeAttention(a, stream));
+        } else {
+            if (v.rope) run(gpu::launchQkNormRope(ropeParams(m, w), stream));
+            if (v.attention) run(gpu::launchPagedDecodeAttention(a, stream));
+        }
         if (v.oProj)
             ok = ok && gemm(m, engineOf(v, rows, kOProj),
                             projection(m, m.pending->ptr, *m.attn, kQHeads * kHeadDim, *w.o, kHidden, kQHeads * kHeadDim), stream);
@@ -394,6 +481,15 @@ std::vector<Variant> variants(int rows)
                               gpu::pagedDecodeClusterFits(gpu::DType::F16, parts, kQHeads / kKvHeads, kHeadDim, kGraphContext)))
                 add(parts < 0 ? "attention in 64-key partitions" : "attention in clusters of " + std::to_string(parts),
                     [&](Variant& x) { x.attentionCluster = parts; });
+    if (rows > 2)  // the prototype int8 KV cache (bench_int8_kv checks its kernels), with the runner's projections
+        for (int times : {1, 2}) {
+            add("int8 KV cache (prototype), row partitions x" + std::to_string(times), [&](Variant& x) { x.int8Kv = times; });
+            if (rows >= 8 && rows <= 48)
+                add("int8 KV cache (prototype) x" + std::to_string(times) + ", o, down, LM head on warp groups", [&](Variant& x) {
+                    x.int8Kv = times;
+                    x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
+                });
+        }
     add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });
     add("without QK-norm/RoPE (K/V write)", [](Variant& x) { x.rope = false; });
     add("without attention", [](Variant& x) { x.attention = false; });
@@ -680,7 +776,14 @@ int main(int argc, char** argv)
         check(cudaStreamSynchronize(stream), "replay");
         std::vector<float> logits(size_t(rows) * kVocab);
         check(cudaMemcpy(logits.data(), m.logits->ptr, logits.size() * 4, cudaMemcpyDeviceToHost), "download");
-        const bool finite = std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
+        bool finite = std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
+        for (size_t i = 0; i < vs.size(); ++i)  // the prototype int8 chains too (their kernels: bench_int8_kv)
+            if (vs[i].int8Kv > 0 && execs[i]) {
+                check(cudaGraphLaunch(execs[i], stream), "replay");
+                check(cudaStreamSynchronize(stream), "replay");
+                check(cudaMemcpy(logits.data(), m.logits->ptr, logits.size() * 4, cudaMemcpyDeviceToHost), "download");
+                finite = finite && std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
+            }
         failed = failed || !finite;
         std::printf("## %d sequence%s (K/V %.1f MB a step, %.1f us at copy bandwidth)\n\n"
                     "| variant | us per step, median of %d rounds | min | vs the runner's |\n|---|---|---|---|\n",

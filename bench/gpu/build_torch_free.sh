@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the torch-free GPU benches (bench_decode_attention, bench_decode_step, bench_prefill,
 # bench_skinny_gemm, bench_persistent_decode, bench_vision_attention, bench_greedy_screen, bench_sync_latency,
-# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows; and a build of
+# bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows, bench_int8_kv; and a build of
 # bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in)
 # here with nvcc for sm_90, into build-gpu/ (git-ignored),
 # so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
@@ -9,7 +9,7 @@
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64; build-gpu/bench_prefill
-#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all eleven; the bench_hp_* builds only when named)
+#   bash bench/gpu/build_torch_free.sh [bench...]   (default: all twelve; the bench_hp_* builds only when named)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -32,6 +32,7 @@ declare -A DEPS=(
   [bench_persistent_skeleton]=""
   [bench_head_parallel_layers]=""
   [bench_head_parallel_rows]=""
+  [bench_int8_kv]="gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/ref/paged_decode_attention_ref.cpp"
 )
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 # A bench built from another's source (its dependencies and libraries too) with a define. The sources that
@@ -40,7 +41,7 @@ declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcubla
 declare -A SOURCE=([bench_hp_trace]=bench_persistent_decode)
 declare -A DEFINES=([bench_hp_trace]=LECTOR_HP_TRACE)
 BENCHES=("$@")
-[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows)
+[ ${#BENCHES[@]} -gt 0 ] || BENCHES=(bench_decode_attention bench_decode_step bench_prefill bench_skinny_gemm bench_persistent_decode bench_vision_attention bench_greedy_screen bench_sync_latency bench_persistent_skeleton bench_head_parallel_layers bench_head_parallel_rows bench_int8_kv)
 
 # objOf SOURCE [DEFINE]
 objOf() { echo "$OBJ/${2:+$2/}$(echo "$1" | tr '/' '_').o"; }

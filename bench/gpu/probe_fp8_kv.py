@@ -1,4 +1,4 @@
-"""What an 8-bit KV cache would cost in accuracy, on the full-size random model (issue 4's parity setting).
+"""What an 8-bit KV cache (float8 or integer) would cost in accuracy, on the full-size random model (issue 4's parity setting).
 
 The two targets of issue 4 still unmet on the H200 (the batch-32 decode step at 5x torch.compile, 64 pages at
 40 pages/s) are bound by reading K/V: at 32 sequences and a page's context, K/V is ~3.4 GB a step against ~1.1
@@ -16,6 +16,11 @@ rest):
   e5m2          float8 e5m2, scale 1
   K e4m3-head   only K through e4m3-head, V as it is (a quarter of the bytes saved, not half)
   V e4m3-head   only V through e4m3-head
+  int8-head     8-bit integers, a scale per token and KV head (amax / 127), rounded to nearest: 7 bits of
+                resolution over the whole range where e4m3 has 3 of mantissa, and a kernel widens them with two
+                integer ops, the scales riding on the logits (K) and the probabilities (V)
+  K int8-head   only K through int8-head
+  V int8-head   only V through int8-head
 Each row: the prefill's last logits against float32 (relative L2; the parity bar is 2e-2), the worst of the
 32 forced steps, and the steps whose argmax equals float32's where float32's top-2 margin exceeds 0.05 (the
 parity check's rule). Every read of the cache sees the rounded values, the prefill's attention too, as in
@@ -41,6 +46,10 @@ def quantizers():
         s = x.float().abs().amax(-1, keepdim=True).clamp(min=1e-12) / 448
         return ((x.float() / s).to(torch.float8_e4m3fn).float() * s).to(x.dtype)
 
+    def int8_head(x):  # symmetric, round to nearest; one scale per (token, head)
+        s = x.float().abs().amax(-1, keepdim=True).clamp(min=1e-12) / 127
+        return ((x.float() / s).round().clamp(-127, 127) * s).to(x.dtype)
+
     def e5m2(x):
         return x.float().clamp(-57344, 57344).to(torch.float8_e5m2).to(x.dtype)
 
@@ -49,7 +58,8 @@ def quantizers():
 
     # name -> (what K goes through, what V goes through), or None for the cache as it is
     return {"none": None, "e4m3": (e4m3, e4m3), "e4m3-head": (e4m3_head, e4m3_head), "e5m2": (e5m2, e5m2),
-            "K e4m3-head": (e4m3_head, same), "V e4m3-head": (same, e4m3_head)}
+            "K e4m3-head": (e4m3_head, same), "V e4m3-head": (same, e4m3_head),
+            "int8-head": (int8_head, int8_head), "K int8-head": (int8_head, same), "V int8-head": (same, int8_head)}
 
 
 class CacheRounding:

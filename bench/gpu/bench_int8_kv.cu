@@ -1,0 +1,523 @@
+// bench_int8_kv: what an 8-bit integer KV cache (bench/gpu/kv_int8_prototype.cuh) does to decode attention,
+// measured instead of the half-context proxy of docs/perf.md (calls 214 and 217). Without libtorch:
+//   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_int8_kv.cu \
+//        gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/ref/paged_decode_attention_ref.cpp \
+//        -o build-gpu/bench_int8_kv            (or bash bench/gpu/build_torch_free.sh bench_int8_kv)
+// First the checks (exit code 1 on a failure):
+//   - the int8 write against a CPU quantization of the same float16 rows, byte for byte and scale for scale, at
+//     37 tokens on shuffled slots with skipped ones (negative, past the pool), and untouched slots left alone;
+//   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
+//     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions);
+//   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
+// Then the decode attention of HunyuanOCR's 16 query / 8 KV heads of 128 at 16 to 64 sequences of one context,
+// 24 launches in a graph, each on its own layer's cache, as bench_decode_attention times them: float16's
+// one-pass kernel at the graphs' row partitions against the int8 kernel at a few partition counts, and the
+// K/V write of a step's new tokens in both formats.
+//   bench_int8_kv [--context N] [--batches 16,32,48,64]
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/gpu/cuda_bench.h"
+#include "bench/gpu/kv_int8_prototype.cuh"
+#include "gpu/kernels/kv_cache_write.cuh"
+#include "gpu/kernels/paged_decode_attention.cuh"
+#include "gpu/ref/element_ref.h"
+#include "gpu/ref/paged_decode_attention_ref.h"
+
+namespace gpu = lector::gpu;
+namespace bench = lector::bench;
+namespace q8 = lector::bench::int8kv;
+
+namespace {
+
+using bench::check;
+using Buffer = bench::DeviceBuffer;
+
+constexpr int kQHeads = 16, kKvHeads = 8, kD = 128, kGraphContext = 8192, kLayers = 24;
+constexpr int kTokenElems = kKvHeads * kD;
+
+int numSms()
+{
+    int n = 0;
+    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0), "attribute");
+    return n;
+}
+
+// --- CPU references ---
+
+// The prototype's quantization of one row of kD float16 values (the kernel's float32 arithmetic, in the same
+// order, so the bytes must match exactly).
+void quantizeRowRef(const uint16_t* x, int8_t* q, float* scale)
+{
+    float amax = 0.0f;
+    for (int d = 0; d < kD; ++d) amax = std::max(amax, std::fabs(gpu::ref::halfBitsToFloat(x[d])));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int d = 0; d < kD; ++d) {
+        const float r = std::min(std::max(std::rint(gpu::ref::halfBitsToFloat(x[d]) * inv), -127.0f), 127.0f);
+        q[d] = static_cast<int8_t>(r);
+    }
+    *scale = amax / 127.0f;
+}
+
+// An int8 cache on the host, [numBlocks, 16, Hk, D] and its scales [numBlocks, Hk, 16].
+struct HostInt8 {
+    std::vector<int8_t> k, v;
+    std::vector<float> ks, vs;
+};
+
+HostInt8 quantizeCacheRef(const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, int numBlocks)
+{
+    HostInt8 h;
+    const size_t slots = size_t(numBlocks) * gpu::kKvBlockSize;
+    h.k.resize(slots * kTokenElems);
+    h.v.resize(slots * kTokenElems);
+    h.ks.resize(slots * kKvHeads);
+    h.vs.resize(slots * kKvHeads);
+    for (size_t s = 0; s < slots; ++s)
+        for (int hd = 0; hd < kKvHeads; ++hd) {
+            const size_t row = (s * kKvHeads + hd) * kD;
+            const int64_t si = q8::scaleIndex(int64_t(s), kKvHeads, hd);
+            quantizeRowRef(k.data() + row, h.k.data() + row, &h.ks[size_t(si)]);
+            quantizeRowRef(v.data() + row, h.v.data() + row, &h.vs[size_t(si)]);
+        }
+    return h;
+}
+
+// Decode attention over the int8 cache in float64: softmax(scale q . (ks k)) (vs v), as float16.
+std::vector<uint16_t> attentionRef(const HostInt8& c, const std::vector<uint16_t>& query, const std::vector<int32_t>& table,
+                                   int tableStride, const std::vector<int32_t>& lens, int numBlocks, float scale)
+{
+    const int numSeqs = int(lens.size()), G = kQHeads / kKvHeads;
+    std::vector<uint16_t> out(size_t(numSeqs) * kQHeads * kD);
+    for (int s = 0; s < numSeqs; ++s)
+        for (int qh = 0; qh < kQHeads; ++qh) {
+            const int hd = qh / G;
+            const uint16_t* qv = query.data() + (size_t(s) * kQHeads + qh) * kD;
+            std::vector<double> logit(size_t(std::max(lens[s], 0)), -INFINITY);
+            double mx = -INFINITY;
+            for (int t = 0; t < lens[s]; ++t) {
+                const int32_t b = table[size_t(s) * tableStride + t / gpu::kKvBlockSize];
+                if (b < 0 || b >= numBlocks) continue;
+                const int64_t slot = int64_t(b) * gpu::kKvBlockSize + t % gpu::kKvBlockSize;
+                const int8_t* kr = c.k.data() + (size_t(slot) * kKvHeads + hd) * kD;
+                double dot = 0.0;
+                for (int d = 0; d < kD; ++d) dot += double(gpu::ref::halfBitsToFloat(qv[d])) * kr[d];
+                logit[size_t(t)] = dot * c.ks[size_t(q8::scaleIndex(slot, kKvHeads, hd))] * scale;
+                mx = std::max(mx, logit[size_t(t)]);
+            }
+            std::vector<double> acc(kD, 0.0);
+            double sum = 0.0;
+            for (int t = 0; t < lens[s]; ++t) {
+                if (logit[size_t(t)] == -INFINITY) continue;
+                const int32_t b = table[size_t(s) * tableStride + t / gpu::kKvBlockSize];
+                const int64_t slot = int64_t(b) * gpu::kKvBlockSize + t % gpu::kKvBlockSize;
+                const double p = std::exp(logit[size_t(t)] - mx);
+                const double w = p * c.vs[size_t(q8::scaleIndex(slot, kKvHeads, hd))];
+                const int8_t* vr = c.v.data() + (size_t(slot) * kKvHeads + hd) * kD;
+                sum += p;
+                for (int d = 0; d < kD; ++d) acc[size_t(d)] += w * vr[d];
+            }
+            for (int d = 0; d < kD; ++d)
+                out[(size_t(s) * kQHeads + qh) * kD + d] = gpu::ref::floatToHalfBits(sum > 0.0 ? float(acc[size_t(d)] / sum) : 0.0f);
+        }
+    return out;
+}
+
+// --- device caches ---
+
+struct Int8Dev {
+    std::unique_ptr<Buffer> k, v, ks, vs;
+};
+
+Int8Dev allocInt8(int numBlocks)
+{
+    const size_t slots = size_t(numBlocks) * gpu::kKvBlockSize;
+    return {std::make_unique<Buffer>(slots * kTokenElems), std::make_unique<Buffer>(slots * kTokenElems),
+            std::make_unique<Buffer>(slots * kKvHeads * 4), std::make_unique<Buffer>(slots * kKvHeads * 4)};
+}
+
+// Every slot of a float16 cache through the int8 write (identity slots): the cache is [slots, Hk, D] rows.
+void quantizeOnDevice(const void* k16, const void* v16, const Int8Dev& c, int numBlocks, const Buffer& identity,
+                      cudaStream_t stream)
+{
+    q8::WriteParams w;
+    w.key = static_cast<const __half*>(k16);
+    w.value = static_cast<const __half*>(v16);
+    w.keyCache = static_cast<int8_t*>(c.k->ptr);
+    w.valueCache = static_cast<int8_t*>(c.v->ptr);
+    w.keyScale = static_cast<float*>(c.ks->ptr);
+    w.valueScale = static_cast<float*>(c.vs->ptr);
+    w.slotMapping = static_cast<const int64_t*>(identity.ptr);
+    w.numTokens = numBlocks * gpu::kKvBlockSize;
+    w.numKvHeads = kKvHeads;
+    w.numBlocks = numBlocks;
+    check(q8::launchWrite(w, stream), "int8 write");
+}
+
+std::unique_ptr<Buffer> identitySlots(int numBlocks)
+{
+    std::vector<int64_t> ids(size_t(numBlocks) * gpu::kKvBlockSize);
+    std::iota(ids.begin(), ids.end(), int64_t(0));
+    return bench::upload(ids);
+}
+
+template <class T>
+std::vector<T> download(const Buffer& b)
+{
+    std::vector<T> h(b.bytes / sizeof(T));
+    check(cudaMemcpy(h.data(), b.ptr, b.bytes, cudaMemcpyDeviceToHost), "download");
+    return h;
+}
+
+// --- checks ---
+
+// 37 tokens written to shuffled slots of an 11-block pool (3 skipped: -1, past the pool, -5), the rest of the
+// cache keeping its fill; bytes and scales compared exactly with the CPU's quantization.
+bool checkWrite()
+{
+    constexpr int kTokens = 37, kBlocks = 11;
+    const std::vector<uint16_t> k = bench::randomHalfBits(size_t(kTokens) * kTokenElems, 11);
+    std::vector<uint16_t> v = bench::randomHalfBits(size_t(kTokens) * kTokenElems, 12);
+    for (int d = 0; d < kD; ++d) v[size_t(5 * kKvHeads + 3) * kD + d] = 0;  // an all-zero row: scale 0
+    std::vector<int64_t> slots(size_t(kBlocks) * gpu::kKvBlockSize);
+    std::iota(slots.begin(), slots.end(), int64_t(0));
+    std::shuffle(slots.begin(), slots.end(), std::mt19937(13));
+    slots.resize(kTokens);
+    slots[4] = -1;
+    slots[20] = int64_t(kBlocks) * gpu::kKvBlockSize;
+    slots[36] = -5;
+    const Int8Dev c = allocInt8(kBlocks);
+    for (const auto* b : {c.k.get(), c.v.get(), c.ks.get(), c.vs.get()}) check(cudaMemset(b->ptr, 0x5a, b->bytes), "memset");
+    auto dk = bench::upload(k), dv = bench::upload(v), ds = bench::upload(slots);
+    q8::WriteParams w;
+    w.key = static_cast<const __half*>(dk->ptr);
+    w.value = static_cast<const __half*>(dv->ptr);
+    w.keyCache = static_cast<int8_t*>(c.k->ptr);
+    w.valueCache = static_cast<int8_t*>(c.v->ptr);
+    w.keyScale = static_cast<float*>(c.ks->ptr);
+    w.valueScale = static_cast<float*>(c.vs->ptr);
+    w.slotMapping = static_cast<const int64_t*>(ds->ptr);
+    w.numTokens = kTokens;
+    w.numKvHeads = kKvHeads;
+    w.numBlocks = kBlocks;
+    check(q8::launchWrite(w, nullptr), "int8 write");
+    check(cudaDeviceSynchronize(), "int8 write");
+    const auto gk = download<int8_t>(*c.k), gv = download<int8_t>(*c.v);
+    const auto gks = download<float>(*c.ks), gvs = download<float>(*c.vs);
+    // The expected cache: the fill, then each written token's rows.
+    std::vector<int8_t> ek(gk.size(), int8_t(0x5a)), ev(gv.size(), int8_t(0x5a));
+    float fill;
+    std::memset(&fill, 0x5a, 4);
+    std::vector<float> eks(gks.size(), fill), evs(gvs.size(), fill);
+    for (int t = 0; t < kTokens; ++t) {
+        const int64_t s = slots[size_t(t)];
+        if (s < 0 || s >= int64_t(kBlocks) * gpu::kKvBlockSize) continue;
+        for (int hd = 0; hd < kKvHeads; ++hd) {
+            const size_t src = (size_t(t) * kKvHeads + hd) * kD, dst = (size_t(s) * kKvHeads + hd) * kD;
+            const size_t si = size_t(q8::scaleIndex(s, kKvHeads, hd));
+            quantizeRowRef(k.data() + src, ek.data() + dst, &eks[si]);
+            quantizeRowRef(v.data() + src, ev.data() + dst, &evs[si]);
+        }
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < gk.size(); ++i) bad += gk[i] != ek[i] || gv[i] != ev[i];
+    for (size_t i = 0; i < gks.size(); ++i) bad += std::memcmp(&gks[i], &eks[i], 4) != 0 || std::memcmp(&gvs[i], &evs[i], 4) != 0;
+    std::printf("| int8 write, 37 tokens, 3 skipped, a zero row | %zu differing bytes or scales | %s |\n", bad,
+                bad ? "MISMATCH" : "ok");
+    return bad == 0;
+}
+
+// Sequences of 1, 15, 16, 17, 200, 1076 and 1333 keys on shuffled blocks (one block of the 1076 masked), at 1, 2,
+// 3 and 5 partitions: the kernel against attentionRef over the same int8 cache; and the int8 result against
+// float16 attention over the unquantized rows.
+bool checkAttention()
+{
+    const std::vector<int32_t> lens{1, 15, 16, 17, 200, 1076, 1333};
+    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize;
+    int total = 0;
+    for (int l : lens) total += (l + 15) / 16;
+    const int numBlocks = total + 5;
+    std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(21));
+    std::vector<int32_t> table(size_t(numSeqs) * width, -1);
+    for (int s = 0, next = 0; s < numSeqs; ++s)
+        for (int j = 0; j < (lens[size_t(s)] + 15) / 16; ++j) table[size_t(s) * width + j] = ids[size_t(next++)];
+    table[size_t(5) * width + 30] = numBlocks + 7;  // a masked block in the 1076-key sequence
+    const size_t cacheElems = size_t(numBlocks) * gpu::kKvBlockSize * kTokenElems;
+    const auto hk = bench::randomHalfBits(cacheElems, 22), hv = bench::randomHalfBits(cacheElems, 23);
+    const auto hq = bench::randomHalfBits(size_t(numSeqs) * kQHeads * kD, 24);
+    const HostInt8 hc = quantizeCacheRef(hk, hv, numBlocks);
+    const float scale = 1.0f / std::sqrt(float(kD));
+    const auto want = attentionRef(hc, hq, table, width, lens, numBlocks, scale);
+
+    auto dk = bench::upload(hk), dv = bench::upload(hv), dq = bench::upload(hq), dt = bench::upload(table);
+    auto dl = bench::upload(lens);
+    const Int8Dev c = allocInt8(numBlocks);
+    const auto identity = identitySlots(numBlocks);
+    quantizeOnDevice(dk->ptr, dv->ptr, c, numBlocks, *identity, nullptr);
+    Buffer out(size_t(numSeqs) * kQHeads * kD * 2), ws(size_t(q8::workspaceFloats(numSeqs, kQHeads, 5)) * 4),
+        counters(size_t(numSeqs) * kKvHeads * 4);
+    check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
+    bool ok = true;
+    // The device quantization of the whole pool must equal the CPU's too (the attention reads it).
+    {
+        const auto gk = download<int8_t>(*c.k);
+        const auto gks = download<float>(*c.ks);
+        size_t bad = 0;
+        for (size_t i = 0; i < gk.size(); ++i) bad += gk[i] != hc.k[i];
+        for (size_t i = 0; i < gks.size(); ++i) bad += std::memcmp(&gks[i], &hc.ks[i], 4) != 0;
+        std::printf("| int8 write of a %d-block pool (K) | %zu differing bytes or scales | %s |\n", numBlocks, bad,
+                    bad ? "MISMATCH" : "ok");
+        ok = ok && bad == 0;
+    }
+    std::vector<uint16_t> fp16Want(want.size());
+    {
+        gpu::PagedDecodeAttentionParams h;
+        h.dtype = gpu::DType::F16;
+        h.out = fp16Want.data();
+        h.query = hq.data();
+        h.keyCache = hk.data();
+        h.valueCache = hv.data();
+        h.blockTable = table.data();
+        h.contextLens = lens.data();
+        h.querySeqStride = h.outSeqStride = int64_t(kQHeads) * kD;
+        h.blockTableStride = width;
+        h.numSeqs = numSeqs;
+        h.numQHeads = kQHeads;
+        h.numKvHeads = kKvHeads;
+        h.headDim = kD;
+        h.numBlocks = numBlocks;
+        h.maxContextLen = kGraphContext;
+        h.scale = scale;
+        gpu::ref::pagedDecodeAttentionRef(h);
+    }
+    for (int parts : {1, 2, 3, 5}) {
+        q8::AttentionParams a;
+        a.out = static_cast<__half*>(out.ptr);
+        a.query = static_cast<const __half*>(dq->ptr);
+        a.keyCache = static_cast<const int8_t*>(c.k->ptr);
+        a.valueCache = static_cast<const int8_t*>(c.v->ptr);
+        a.keyScale = static_cast<const float*>(c.ks->ptr);
+        a.valueScale = static_cast<const float*>(c.vs->ptr);
+        a.blockTable = static_cast<const int32_t*>(dt->ptr);
+        a.contextLens = static_cast<const int32_t*>(dl->ptr);
+        a.workspace = static_cast<float*>(ws.ptr);
+        a.counters = static_cast<int32_t*>(counters.ptr);
+        a.blockTableStride = width;
+        a.numSeqs = numSeqs;
+        a.numQHeads = kQHeads;
+        a.numKvHeads = kKvHeads;
+        a.numBlocks = numBlocks;
+        a.rowPartitions = parts;
+        a.scale = scale;
+        check(cudaMemset(out.ptr, 0xff, out.bytes), "memset");
+        for (int rep = 0; rep < 2; ++rep) check(q8::launchAttention(a, nullptr), "int8 attention");  // tickets reset
+        check(cudaDeviceSynchronize(), "int8 attention");
+        const auto got = download<uint16_t>(out);
+        const double nmse = bench::halfNmse(got, want), drift = bench::halfNmse(got, fp16Want);
+        const auto cnt = download<int32_t>(counters);
+        const bool countersZero = std::all_of(cnt.begin(), cnt.end(), [](int32_t x) { return x == 0; });
+        const bool pass = nmse <= 1e-5 && countersZero;
+        std::printf("| int8 attention, %d partitions | nmse %.2e against the int8 reference; %.2e against float16 "
+                    "attention on the unquantized rows%s | %s |\n",
+                    parts, nmse, drift, countersZero ? "" : "; tickets not reset", pass ? "ok" : "MISMATCH");
+        ok = ok && pass;
+    }
+    return ok;
+}
+
+// --- timing ---
+
+struct Timing {
+    int batch = 0, context = 0, blocksPerSeq = 0, numBlocks = 0;
+    std::vector<std::unique_ptr<Buffer>> k16, v16;
+    std::vector<Int8Dev> i8;
+    std::unique_ptr<Buffer> query, out, table, lens, workspace, counters, newK, newV, slots;
+};
+
+Timing makeTiming(int batch, int context, cudaStream_t stream)
+{
+    Timing t;
+    t.batch = batch;
+    t.context = context;
+    t.blocksPerSeq = (context + 15) / 16;
+    t.numBlocks = batch * t.blocksPerSeq + 3;
+    const size_t cacheElems = size_t(t.numBlocks) * gpu::kKvBlockSize * kTokenElems;
+    const auto identity = identitySlots(t.numBlocks);
+    for (int l = 0; l < kLayers; ++l) {
+        t.k16.push_back(bench::halves(cacheElems, 100 + 2 * l, 2.0f));
+        t.v16.push_back(bench::halves(cacheElems, 101 + 2 * l, 2.0f));
+        t.i8.push_back(allocInt8(t.numBlocks));
+        quantizeOnDevice(t.k16.back()->ptr, t.v16.back()->ptr, t.i8.back(), t.numBlocks, *identity, stream);
+    }
+    const int width = kGraphContext / 16;
+    std::vector<int32_t> ids(size_t(batch) * t.blocksPerSeq), table(size_t(batch) * width, 0);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(4));
+    for (int b = 0; b < batch; ++b)
+        for (int j = 0; j < t.blocksPerSeq; ++j) table[size_t(b) * width + j] = ids[size_t(b) * t.blocksPerSeq + j];
+    t.table = bench::upload(table);
+    t.lens = bench::upload(std::vector<int32_t>(size_t(batch), context));
+    t.query = bench::halves(size_t(batch) * kQHeads * kD, 7, 1.0f);
+    t.out = std::make_unique<Buffer>(size_t(batch) * kQHeads * kD * 2);
+    t.workspace = std::make_unique<Buffer>(size_t(std::max(q8::workspaceFloats(batch, kQHeads, gpu::kDecodeMaxRowPartitions),
+                                                           gpu::pagedAttentionWorkspaceFloats(batch, kQHeads, kD, gpu::kDecodeMaxRowPartitions))) * 4);
+    t.counters = std::make_unique<Buffer>(size_t(batch) * kKvHeads * 4);
+    check(cudaMemset(t.counters->ptr, 0, t.counters->bytes), "memset");
+    // A decode step's new K/V: one token a sequence, written to its last slot.
+    t.newK = bench::halves(size_t(batch) * kTokenElems, 8, 2.0f);
+    t.newV = bench::halves(size_t(batch) * kTokenElems, 9, 2.0f);
+    std::vector<int64_t> slots(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b) slots[size_t(b)] = int64_t(table[size_t(b) * width + (context - 1) / 16]) * 16 + (context - 1) % 16;
+    t.slots = bench::upload(slots);
+    check(cudaStreamSynchronize(stream), "setup");
+    return t;
+}
+
+double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
+{
+    return bench::graphMicros(stream, kLayers, [&](int l) {
+        gpu::PagedDecodeAttentionParams p;
+        p.dtype = gpu::DType::F16;
+        p.out = t.out->ptr;
+        p.query = t.query->ptr;
+        p.keyCache = t.k16[size_t(l)]->ptr;
+        p.valueCache = t.v16[size_t(l)]->ptr;
+        p.blockTable = static_cast<const int32_t*>(t.table->ptr);
+        p.contextLens = static_cast<const int32_t*>(t.lens->ptr);
+        p.workspace = static_cast<float*>(t.workspace->ptr);
+        p.counters = static_cast<int32_t*>(t.counters->ptr);
+        p.querySeqStride = p.outSeqStride = int64_t(kQHeads) * kD;
+        p.blockTableStride = kGraphContext / 16;
+        p.numSeqs = t.batch;
+        p.numQHeads = kQHeads;
+        p.numKvHeads = kKvHeads;
+        p.headDim = kD;
+        p.numBlocks = t.numBlocks;
+        p.maxContextLen = kGraphContext;
+        p.rowPartitions = rowParts;
+        p.scale = 1.0f / std::sqrt(float(kD));
+        return gpu::launchPagedDecodeAttention(p, stream) == cudaSuccess;
+    });
+}
+
+double int8Attention(cudaStream_t stream, const Timing& t, int rowParts)
+{
+    return bench::graphMicros(stream, kLayers, [&](int l) {
+        const Int8Dev& c = t.i8[size_t(l)];
+        q8::AttentionParams a;
+        a.out = static_cast<__half*>(t.out->ptr);
+        a.query = static_cast<const __half*>(t.query->ptr);
+        a.keyCache = static_cast<const int8_t*>(c.k->ptr);
+        a.valueCache = static_cast<const int8_t*>(c.v->ptr);
+        a.keyScale = static_cast<const float*>(c.ks->ptr);
+        a.valueScale = static_cast<const float*>(c.vs->ptr);
+        a.blockTable = static_cast<const int32_t*>(t.table->ptr);
+        a.contextLens = static_cast<const int32_t*>(t.lens->ptr);
+        a.workspace = static_cast<float*>(t.workspace->ptr);
+        a.counters = static_cast<int32_t*>(t.counters->ptr);
+        a.blockTableStride = kGraphContext / 16;
+        a.numSeqs = t.batch;
+        a.numQHeads = kQHeads;
+        a.numKvHeads = kKvHeads;
+        a.numBlocks = t.numBlocks;
+        a.rowPartitions = rowParts;
+        a.scale = 1.0f / std::sqrt(float(kD));
+        return q8::launchAttention(a, stream) == cudaSuccess;
+    });
+}
+
+// The step's K/V write (one token a sequence) in each format, us a launch.
+double writeMicros(cudaStream_t stream, const Timing& t, bool int8)
+{
+    return bench::graphMicros(stream, kLayers, [&](int l) {
+        if (int8) {
+            const Int8Dev& c = t.i8[size_t(l)];
+            q8::WriteParams w;
+            w.key = static_cast<const __half*>(t.newK->ptr);
+            w.value = static_cast<const __half*>(t.newV->ptr);
+            w.keyCache = static_cast<int8_t*>(c.k->ptr);
+            w.valueCache = static_cast<int8_t*>(c.v->ptr);
+            w.keyScale = static_cast<float*>(c.ks->ptr);
+            w.valueScale = static_cast<float*>(c.vs->ptr);
+            w.slotMapping = static_cast<const int64_t*>(t.slots->ptr);
+            w.numTokens = t.batch;
+            w.numKvHeads = kKvHeads;
+            w.numBlocks = t.numBlocks;
+            return q8::launchWrite(w, stream) == cudaSuccess;
+        }
+        gpu::KvCacheWriteParams w;
+        w.dtype = gpu::DType::F16;
+        w.key = t.newK->ptr;
+        w.value = t.newV->ptr;
+        w.keyCache = t.k16[size_t(l)]->ptr;
+        w.valueCache = t.v16[size_t(l)]->ptr;
+        w.slotMapping = static_cast<const int64_t*>(t.slots->ptr);
+        w.keyTokenStride = w.valueTokenStride = kTokenElems;
+        w.keyHeadStride = w.valueHeadStride = kD;
+        w.numTokens = t.batch;
+        w.numKvHeads = kKvHeads;
+        w.headDim = kD;
+        w.numBlocks = t.numBlocks;
+        return gpu::launchKvCacheWrite(w, stream) == cudaSuccess;
+    });
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    int context = 1076;
+    std::vector<int> batches{16, 32, 48, 64};
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--context") && i + 1 < argc) context = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) batches = bench::parseList(argv[++i]);
+    }
+    std::printf("# bench_int8_kv: an int8 KV cache (a scale per token and KV head) against float16, context %d, "
+                "%d query / %d KV heads of %d\n\n## checks\n\n| what | result | ok |\n|---|---|---|\n",
+                context, kQHeads, kKvHeads, kD);
+    bool ok = checkWrite();
+    ok = checkAttention() && ok;
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    const double bw = bench::copyBandwidth();
+    std::printf("\n## decode attention, us a launch (%d launches in a graph, one layer's cache each, under PDL)\n\n"
+                "copy bandwidth %.0f GB/s; bytes are K/V plus, for int8, their scales\n\n"
+                "| sequences | float16, row partitions (graphs') | us | of copy bw | int8, row partitions | us | of copy bw "
+                "| int8 / float16 | K/V write a layer, float16 / int8 us |\n|---|---|---|---|---|---|---|---|---|\n",
+                kLayers, bw / 1e9);
+    for (int b : batches) {
+        const Timing t = makeTiming(b, context, stream);
+        const int rp = gpu::pagedDecodeRowPartitions(b, kKvHeads, numSms());
+        const double us16 = fp16Attention(stream, t, rp);
+        const double bytes16 = 2.0 * b * context * kTokenElems * 2, bytes8 = 2.0 * b * context * (kTokenElems + 4 * kKvHeads);
+        double best = INFINITY;
+        int bestParts = 0;
+        std::vector<std::pair<int, double>> rows;
+        for (int parts : {rp, 2 * rp, 3 * rp, 4 * rp}) {
+            if (parts > gpu::kDecodeMaxRowPartitions) continue;
+            const double us = int8Attention(stream, t, parts);
+            rows.emplace_back(parts, us);
+            if (us < best) best = us, bestParts = parts;
+        }
+        const double w16 = writeMicros(stream, t, false), w8 = writeMicros(stream, t, true);
+        for (const auto& [parts, us] : rows)
+            std::printf("| %d | %d | %.2f | %.0f %% | %d%s | %.2f | %.0f %% | %.3f | %.2f / %.2f |\n", b, rp, us16,
+                        100.0 * bytes16 / bw * 1e6 / us16, parts, parts == bestParts ? " (best)" : "", us,
+                        100.0 * bytes8 / bw * 1e6 / us, us / us16, w16, w8);
+    }
+    std::printf("\n%s\n", ok ? "all checks passed" : "CHECK FAILED");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,373 @@
+// A prototype of an 8-bit integer KV cache, for measuring what it buys before the owner decides on it
+// (docs/serving.md, "The one lever left"). Not part of the engine: only bench_int8_kv includes it. If the
+// cache is approved, these kernels move to gpu/kernels with their references in gpu/ref, and the other
+// readers of the cache (the rotation inside decode attention, the short-partition and cluster variants,
+// the head-parallel batch-1 kernels, the prefill attention) get the same widening.
+//
+// Format: K and V as int8 in the float16 cache's layout, [numBlocks, kKvBlockSize, numKvHeads, headDim], and one
+// float32 scale per (token, KV head) in [numBlocks, numKvHeads, kKvBlockSize] (a head's 16 scales of a block are
+// one 64-byte run, read by the lanes of a warp at once). A row x of headDim values is stored as
+// q = clamp(rint(x * (127 / amax)), -127, 127) with scale amax / 127, amax = max |x| (all zeros when amax is 0).
+// Why integers and not float8 e4m3 (vLLM's kv_cache_dtype=fp8): with a scale per row, int8 has 7 bits of
+// resolution over the whole row where e4m3 has 3 bits of mantissa, and K and V come out about four times
+// closer to float16 (bench/gpu/probe_fp8_kv.py measures what that does to the logits).
+//
+// Reading: the scales do not touch the elements. K's scale multiplies the token's dot product with the query,
+// V's the token's softmax weight before it weighs the row; an int8 element becomes a float with two integer
+// instructions' worth of work (int8ToFloat4 below), not a conversion instruction (I2F runs at a quarter of
+// the FMA rate, which at the copy bandwidth's int8 elements per second would bind the kernel).
+#pragma once
+
+#include "gpu/kernels/common.cuh"
+
+namespace lector::bench::int8kv {
+
+using gpu::kKvBlockSize;
+
+// Element (t, h, d) of block b lives at ((b * 16 + t) * numKvHeads + h) * headDim + d; its scale at
+// (b * numKvHeads + h) * 16 + t.
+__host__ __device__ constexpr int64_t scaleIndex(int64_t slot, int numKvHeads, int head)
+{
+    return ((slot / kKvBlockSize) * numKvHeads + head) * kKvBlockSize + slot % kKvBlockSize;
+}
+
+struct WriteParams {
+    const __half* key = nullptr;    // [numTokens, numKvHeads, headDim], keyTokenStride, heads contiguous
+    const __half* value = nullptr;  // [numTokens, numKvHeads, headDim], valueTokenStride, heads contiguous
+    int8_t* keyCache = nullptr;     // [numBlocks, 16, numKvHeads, headDim]
+    int8_t* valueCache = nullptr;
+    float* keyScale = nullptr;      // [numBlocks, numKvHeads, 16]
+    float* valueScale = nullptr;
+    const int64_t* slotMapping = nullptr;  // [numTokens]; < 0 or past the pool: skipped
+    int64_t keyTokenStride = 0;     // elements between tokens (0: numKvHeads * headDim, contiguous)
+    int64_t valueTokenStride = 0;
+    int numTokens = 0;
+    int numKvHeads = 0;
+    int numBlocks = 0;
+};
+
+constexpr int kHeadDim = 128;                  // the decoder's; the lanes below are laid out for it
+constexpr int kElemsPerLane = 16;              // one 16-byte load of int8 (two of float16 when writing)
+constexpr int kLanesPerToken = kHeadDim / kElemsPerLane;  // 8
+constexpr int kTokensPerStep = 32 / kLanesPerToken;       // 4 tokens per warp load
+constexpr int kSteps = kKvBlockSize / kTokensPerStep;     // 4 loads per block and lane
+
+// Four int8 (one 32-bit word) to floats, exactly: x ^ 0x80 is x + 128 as an unsigned byte; placed as the low
+// mantissa byte of 2^23 it reads as 2^23 + x + 128.
+__device__ __forceinline__ void int8ToFloat4(uint32_t w, float* f)
+{
+    const uint32_t u = w ^ 0x80808080u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + i)) - 8388736.0f;
+}
+
+// The 16 elements of one lane's slice: from its 16 float16 values, the row's amax across the kLanesPerToken
+// lanes of the head (lane groups of 8 aligned within the warp), then the rounded integers.
+__device__ __forceinline__ uint4 quantize16(const float (&x)[kElemsPerLane], float& scaleOut)
+{
+    float amax = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kElemsPerLane; ++e) amax = fmaxf(amax, fabsf(x[e]));
+#pragma unroll
+    for (int o = 1; o < kLanesPerToken; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < kElemsPerLane; ++e) {
+        const float r = fminf(fmaxf(rintf(x[e] * inv), -127.0f), 127.0f);
+        w[e / 4] |= (uint32_t(int32_t(r)) & 0xffu) << (8 * (e % 4));
+    }
+    scaleOut = amax / 127.0f;
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// One CTA a token, kLanesPerToken threads a KV head (blockDim = numKvHeads * 8 rounded up to a warp).
+__global__ void writeKernel(WriteParams p)
+{
+    gpu::gridDependencyWait();
+    gpu::allowDependentLaunch();
+    const int token = blockIdx.x;
+    const int64_t slot = p.slotMapping[token];
+    if (slot < 0 || slot >= int64_t(p.numBlocks) * kKvBlockSize) return;  // CTA-uniform
+    const int head = threadIdx.x / kLanesPerToken, sub = threadIdx.x % kLanesPerToken;
+    const bool live = head < p.numKvHeads;  // the spare lanes of the last warp join the shuffles only
+    const int64_t within = int64_t(live ? head : 0) * kHeadDim + sub * kElemsPerLane;
+    const int64_t dst = (slot * p.numKvHeads + (live ? head : 0)) * kHeadDim + sub * kElemsPerLane;
+    for (int which = 0; which < 2; ++which) {
+        const int64_t stride = which == 0 ? p.keyTokenStride : p.valueTokenStride;
+        const __half* in = (which == 0 ? p.key : p.value) + token * (stride > 0 ? stride : int64_t(p.numKvHeads) * kHeadDim);
+        float x[kElemsPerLane];
+        const gpu::Vec16<__half> a = gpu::unpack16<__half>(live ? gpu::loadNc16(in + within) : make_uint4(0, 0, 0, 0));
+        const gpu::Vec16<__half> b = gpu::unpack16<__half>(live ? gpu::loadNc16(in + within + 8) : make_uint4(0, 0, 0, 0));
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = a.v[e], x[8 + e] = b.v[e];
+        float scale;
+        const uint4 q = quantize16(x, scale);
+        if (!live) continue;
+        *reinterpret_cast<uint4*>((which == 0 ? p.keyCache : p.valueCache) + dst) = q;
+        if (sub == 0) (which == 0 ? p.keyScale : p.valueScale)[scaleIndex(slot, p.numKvHeads, head)] = scale;
+    }
+}
+
+inline cudaError_t launchWrite(const WriteParams& p, cudaStream_t stream)
+{
+    if (p.numTokens <= 0) return p.numTokens == 0 ? cudaSuccess : cudaErrorInvalidValue;
+    const int threads = (p.numKvHeads * kLanesPerToken + 31) / 32 * 32;
+    return gpu::launchKernel(writeKernel, p.numTokens, threads, 0, stream, p);
+}
+
+struct AttentionParams {
+    __half* out = nullptr;            // [numSeqs, numQHeads, headDim], outSeqStride, heads contiguous
+    const __half* query = nullptr;    // [numSeqs, numQHeads, headDim], querySeqStride, heads contiguous
+    const int8_t* keyCache = nullptr;
+    const int8_t* valueCache = nullptr;
+    const float* keyScale = nullptr;
+    const float* valueScale = nullptr;
+    const int32_t* blockTable = nullptr;   // [numSeqs, blockTableStride]
+    const int32_t* contextLens = nullptr;  // [numSeqs]
+    float* workspace = nullptr;       // [numSeqs, numQHeads, rowPartitions] x (headDim + 2) floats when rowPartitions > 1
+    int32_t* counters = nullptr;      // [numSeqs * numKvHeads], zero before and after
+    int64_t blockTableStride = 0;
+    int64_t querySeqStride = 0;       // elements (0: numQHeads * headDim)
+    int64_t outSeqStride = 0;
+    int numSeqs = 0;
+    int numQHeads = 0;
+    int numKvHeads = 0;
+    int numBlocks = 0;                // ids outside [0, numBlocks): masked
+    int rowPartitions = 1;            // each sequence's blocks in min(rowPartitions, its blocks) equal shares
+    float scale = 1.0f;               // softmax scale
+};
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+
+inline int64_t workspaceFloats(int numSeqs, int numQHeads, int rowPartitions)
+{
+    return rowPartitions <= 1 ? 0 : int64_t(numSeqs) * numQHeads * rowPartitions * (kHeadDim + 2);
+}
+
+// One pass with online softmax, as gpu/kernels/paged_attention_simt.cuh's attendOnline: a CTA is (sequence,
+// KV head, partition), its 4 warps take the partition's blocks round robin, a lane holds 16 dims of one of the
+// 4 tokens of a load. The warp's first block is loaded before the PDL wait (the previous kernel may write only
+// the sequence's newest token, which is loaded again after it). Partitions merge through a ticket: the last
+// CTA of a (sequence, KV head) combines the others' partial results from the workspace.
+template <int G>
+__global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a)
+{
+    const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
+    const int numKeys = a.contextLens[seq];
+    const int n = (numKeys + kKvBlockSize - 1) / kKvBlockSize;
+    const int parts = min(a.rowPartitions, max(n, 1));
+    if (part >= parts) return;  // CTA-uniform; the merge counts only the first `parts`
+    const int firstPage = part * n / parts, endPage = (part + 1) * n / parts;
+    const int end = min(numKeys, endPage * kKvBlockSize);
+    const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
+    const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
+    const int8_t* kHead = a.keyCache + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
+    const int8_t* vHead = a.valueCache + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
+
+    uint4 kRaw[kSteps], vRaw[kSteps];
+    float kSc[kSteps], vSc[kSteps];
+    auto load = [&](int32_t block, bool onlyNewest) {
+        const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
+        const int64_t sBase = (int64_t(block) * a.numKvHeads + kvHead) * kKvBlockSize;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const int t = s * kTokensPerStep + tokInStep;
+            if (onlyNewest && t != (numKeys - 1) % kKvBlockSize) continue;
+            kRaw[s] = gpu::loadNc16(kHead + base + t * tokenStride);
+            vRaw[s] = gpu::loadNc16(vHead + base + t * tokenStride);
+            kSc[s] = __ldg(a.keyScale + sBase + t);
+            vSc[s] = __ldg(a.valueScale + sBase + t);
+        }
+    };
+    const int firstPg = firstPage + warp;
+    const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
+    const bool firstValid = firstBlock >= 0 && firstBlock < a.numBlocks;
+    if (firstValid) load(firstBlock, false);
+    gpu::gridDependencyWait();
+    gpu::allowDependentLaunch();
+    // The newest token's slot, if it is in this warp's first block, is the one the previous kernel wrote.
+    if (firstValid && firstPg == (numKeys - 1) / kKvBlockSize) load(firstBlock, true);
+
+    float q[G][kElemsPerLane];
+    const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
+    const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
+    const __half* qRow = a.query + seq * qStride + int64_t(kvHead) * G * kHeadDim + sub * kElemsPerLane;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const gpu::Vec16<__half> lo = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim));
+        const gpu::Vec16<__half> hi = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim + 8));
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] = lo.v[e] * a.scale, q[g][8 + e] = hi.v[e] * a.scale;
+    }
+
+    float m[G], l[G], acc[G][kElemsPerLane];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = 0.0f;
+    }
+    auto consume = [&](int page) {
+        float logit[kSteps][G], blockMax[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) blockMax[g] = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            float k[kElemsPerLane];
+            int8ToFloat4(kRaw[s].x, k);
+            int8ToFloat4(kRaw[s].y, k + 4);
+            int8ToFloat4(kRaw[s].z, k + 8);
+            int8ToFloat4(kRaw[s].w, k + 12);
+            const bool in = page * kKvBlockSize + s * kTokensPerStep + tokInStep < end;
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int e = 0; e < kElemsPerLane; ++e) dot = fmaf(q[g][e], k[e], dot);
+#pragma unroll
+                for (int o = 1; o < kLanesPerToken; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                logit[s][g] = in ? dot * kSc[s] : -INFINITY;
+                blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int o = kLanesPerToken; o < 32; o <<= 1)
+                blockMax[g] = fmaxf(blockMax[g], __shfl_xor_sync(0xffffffffu, blockMax[g], o));
+            const float mNew = fmaxf(m[g], blockMax[g]);
+            const float ref = mNew == -INFINITY ? 0.0f : mNew;
+            const float alpha = __expf(m[g] - ref);
+            l[g] *= alpha;
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] *= alpha;
+            m[g] = mNew;
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) logit[s][g] = __expf(logit[s][g] - ref);
+        }
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            if (page * kKvBlockSize + s * kTokensPerStep + tokInStep >= end) continue;  // V may be NaN there
+            float v[kElemsPerLane];
+            int8ToFloat4(vRaw[s].x, v);
+            int8ToFloat4(vRaw[s].y, v + 4);
+            int8ToFloat4(vRaw[s].z, v + 8);
+            int8ToFloat4(vRaw[s].w, v + 12);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                l[g] += logit[s][g];
+                const float w = logit[s][g] * vSc[s];
+#pragma unroll
+                for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = fmaf(w, v[e], acc[g][e]);
+            }
+        }
+    };
+    if (firstValid) consume(firstPg);
+    for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
+        const int32_t block = table[pg];
+        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
+        load(block, false);
+        consume(pg);
+    }
+#pragma unroll
+    for (int o = kLanesPerToken; o < 32; o <<= 1)
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        }
+
+    __shared__ float partial[kWarps][G][kHeadDim];
+    __shared__ float redMax[kWarps][G], redSum[kWarps][G];
+    __shared__ bool lastCta;
+    if (lane == 0)
+#pragma unroll
+        for (int g = 0; g < G; ++g) redMax[warp][g] = m[g];
+    __syncthreads();
+    float ctaMax[G], ctaSum[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        ctaMax[g] = -INFINITY;
+        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]);
+        const float ref = ctaMax[g] == -INFINITY ? 0.0f : ctaMax[g];
+        const float f = __expf(m[g] - ref);  // 0 for a warp that saw no key
+        if (lane < kLanesPerToken)
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) partial[warp][g][sub * kElemsPerLane + e] = acc[g][e] * f;
+        if (lane == 0) redSum[warp][g] = l[g] * f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        ctaSum[g] = 0.0f;
+        for (int w = 0; w < kWarps; ++w) ctaSum[g] += redSum[w][g];
+    }
+    __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
+    if (parts == 1) {
+        for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+            const int g = i / kHeadDim, d = i % kHeadDim;
+            float v = 0.0f;
+            for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
+        }
+        return;
+    }
+    // Split: this partition's output (at its own max), max and sum into the workspace, then the ticket.
+    const int64_t rows = int64_t(a.numSeqs) * a.numQHeads * a.rowPartitions;
+    float* wsOut = a.workspace;                 // [seq, qHead, part, D]
+    float* wsMax = a.workspace + rows * kHeadDim;
+    float* wsSum = wsMax + rows;
+    const int64_t first = (int64_t(seq) * a.numQHeads + kvHead * G) * a.rowPartitions;  // + g * rowPartitions + part
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        float v = 0.0f;
+        for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+        wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
+    }
+    if (threadIdx.x < G) {
+        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
+        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t* ticket = a.counters + int64_t(seq) * a.numKvHeads + kvHead;
+        lastCta = atomicAdd(ticket, 1) == parts - 1;
+        if (lastCta) *ticket = 0;  // every CTA of this (sequence, head) has taken its ticket
+    }
+    __syncthreads();
+    if (!lastCta) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        const int64_t g0 = first + int64_t(g) * a.rowPartitions;
+        float mx = -INFINITY;
+        for (int p = 0; p < parts; ++p) mx = fmaxf(mx, __ldcg(wsMax + g0 + p));
+        const float ref = mx == -INFINITY ? 0.0f : mx;
+        float total = 0.0f, v = 0.0f;
+        for (int p = 0; p < parts; ++p) {
+            const float w = __expf(__ldcg(wsMax + g0 + p) - ref);
+            total += __ldcg(wsSum + g0 + p) * w;
+            v += __ldcg(wsOut + (g0 + p) * kHeadDim + d) * w;
+        }
+        out[i] = __float2half_rn(total > 0.0f ? v / total : 0.0f);
+    }
+}
+
+inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream)
+{
+    if (a.numSeqs <= 0 || a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads || a.rowPartitions < 1) return cudaErrorInvalidValue;
+    if (a.rowPartitions > 1 && (!a.workspace || !a.counters)) return cudaErrorInvalidValue;
+    const dim3 grid(a.numSeqs, a.numKvHeads, a.rowPartitions);
+    return gpu::dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
+        return gpu::launchKernel(attentionKernel<G>, grid, kThreads, 0, stream, a);
+    });
+}
+
+}  // namespace lector::bench::int8kv
