@@ -18,7 +18,8 @@
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
 // miss what PDL does not hide); from three sequences also the norm and SiLU-mul kernels, which bounds
 // what fusing them into the products could save (perf.md, call 133); and from three sequences the chain with
-// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
+// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh, beside the float16 chain with the rotation
+// apart ("as the runner launches it") and inside attention (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
@@ -102,8 +103,8 @@ struct Variant {
     // rope, the graphs with row partitions: from 3 sequences) instead of the QK-norm/RoPE kernel before it.
     bool rotationInside = false;
     // > 0: K/V in the prototype int8 cache (bench/gpu/kv_int8_prototype.cuh) read by its attention kernel at
-    // this many times the graphs' row partitions: the QK-norm/RoPE kernel without its K/V write, the int8
-    // write, the int8 attention. (A product build would fold the write into the rotation, one kernel less.)
+    // this many times the graphs' row partitions: the QK-norm/RoPE kernel writing the int8 cache, then the int8
+    // attention (the float16 chain's route apart, not the rotation inside attention).
     int int8Kv = 0;
 };
 
@@ -326,29 +327,21 @@ gpu::PagedDecodeAttentionParams attentionParams(const Model& m, const Layer& w, 
     return a;
 }
 
-// Layer l's rotation (in place, no K/V write), the new tokens' K/V into the int8 cache and the int8 attention
-// at rowPartitions (the graphs') times v.int8Kv partitions.
+// Layer l's rotation with the new tokens' K/V written into the int8 cache (one kernel, as the float16 rotation
+// writes its cache), then the int8 attention at rowPartitions (the graphs') times v.int8Kv partitions.
 cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartitions, cudaStream_t stream)
 {
     const Layer& w = m.layers[size_t(l)];
     const Int8Layer& c = m.int8[size_t(l)];
-    gpu::QkNormRopeParams r = ropeParams(m, w);
-    r.keyCache = r.valueCache = nullptr;
-    LECTOR_CUDA_TRY(gpu::launchQkNormRope(r, stream));
+    bench::int8kv::RopeWriteParams r;
+    r.rope = ropeParams(m, w);
+    r.keyCache = static_cast<int8_t*>(c.keys->ptr);
+    r.valueCache = static_cast<int8_t*>(c.values->ptr);
+    r.keyScale = static_cast<float*>(c.keyScales->ptr);
+    r.valueScale = static_cast<float*>(c.valueScales->ptr);
+    r.numBlocks = m.numBlocks;
+    LECTOR_CUDA_TRY(bench::int8kv::launchRopeWrite(r, stream));
     const __half* qkv = static_cast<const __half*>(m.qkv->ptr);
-    bench::int8kv::WriteParams q;
-    q.key = qkv + kQHeads * kHeadDim;
-    q.value = qkv + (kQHeads + kKvHeads) * kHeadDim;
-    q.keyTokenStride = q.valueTokenStride = kQkv;
-    q.keyCache = static_cast<int8_t*>(c.keys->ptr);
-    q.valueCache = static_cast<int8_t*>(c.values->ptr);
-    q.keyScale = static_cast<float*>(c.keyScales->ptr);
-    q.valueScale = static_cast<float*>(c.valueScales->ptr);
-    q.slotMapping = static_cast<const int64_t*>(m.slots->ptr);
-    q.numTokens = m.rows;
-    q.numKvHeads = kKvHeads;
-    q.numBlocks = m.numBlocks;
-    LECTOR_CUDA_TRY(bench::int8kv::launchWrite(q, stream));
     bench::int8kv::AttentionParams a;
     a.out = static_cast<__half*>(m.attn->ptr);
     a.query = qkv;

@@ -1,11 +1,13 @@
 // bench_int8_kv: what an 8-bit integer KV cache (bench/gpu/kv_int8_prototype.cuh) does to decode attention,
 // measured instead of the half-context proxy of docs/perf.md (calls 214 and 217). Without libtorch:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_int8_kv.cu \
-//        gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/ref/paged_decode_attention_ref.cpp \
+//        gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/kernels/qk_norm_rope.cu \
+//        gpu/ref/paged_decode_attention_ref.cpp \
 //        -o build-gpu/bench_int8_kv            (or bash bench/gpu/build_torch_free.sh bench_int8_kv)
 // First the checks (exit code 1 on a failure):
 //   - the int8 write against a CPU quantization of the same float16 rows, byte for byte and scale for scale, at
 //     37 tokens on shuffled slots with skipped ones (negative, past the pool), and untouched slots left alone;
+//   - the rotation that writes the int8 cache against the float16 rotation followed by the int8 write;
 //   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
 //     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions);
 //   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
@@ -32,6 +34,7 @@
 #include "bench/gpu/kv_int8_prototype.cuh"
 #include "gpu/kernels/kv_cache_write.cuh"
 #include "gpu/kernels/paged_decode_attention.cuh"
+#include "gpu/kernels/qk_norm_rope.cuh"
 #include "gpu/ref/element_ref.h"
 #include "gpu/ref/paged_decode_attention_ref.h"
 
@@ -236,6 +239,83 @@ bool checkWrite()
     std::printf("| int8 write, 37 tokens, 3 skipped, a zero row | %zu differing bytes or scales | %s |\n", bad,
                 bad ? "MISMATCH" : "ok");
     return bad == 0;
+}
+
+// The rotation that writes the int8 cache (ropeWriteKernel) against the float16 rotation without a cache
+// write followed by the int8 write: the same rotated q and k in place and the same cache bytes and scales, for
+// 13 tokens at scattered positions on the 4 axes, one of them padding (slot -1).
+bool checkRopeWrite()
+{
+    constexpr int kTokens = 13, kBlocks = 5, kQkv = (kQHeads + 2 * kKvHeads) * kD, kMaxPos = 4096;
+    const auto qkv = bench::randomHalfBits(size_t(kTokens) * kQkv, 31);
+    std::vector<int64_t> positions(size_t(4) * kTokens), slots(kTokens);
+    std::mt19937 rng(32);
+    for (auto& x : positions) x = int64_t(rng() % kMaxPos);
+    for (int t = 0; t < kTokens; ++t) slots[size_t(t)] = int64_t(t) * 5 + 3;
+    slots[7] = -1;
+    auto qkvA = bench::upload(qkv), qkvB = bench::upload(qkv), pos = bench::upload(positions), ds = bench::upload(slots);
+    auto cs = bench::upload(bench::ropeTable(kMaxPos, kD));
+    auto qn = bench::halves(kD, 33, 0.1f, 1.0f), kn = bench::halves(kD, 34, 0.1f, 1.0f);
+    const Int8Dev a = allocInt8(kBlocks), b = allocInt8(kBlocks);
+    for (const Int8Dev* c : {&a, &b})
+        for (const auto* buf : {c->k.get(), c->v.get(), c->ks.get(), c->vs.get()}) check(cudaMemset(buf->ptr, 0, buf->bytes), "memset");
+    auto rope = [&](void* qkvPtr) {
+        gpu::QkNormRopeParams r;
+        r.query = qkvPtr;
+        r.key = static_cast<__half*>(qkvPtr) + kQHeads * kD;
+        r.value = static_cast<__half*>(qkvPtr) + (kQHeads + kKvHeads) * kD;
+        r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
+        r.positions = pos->ptr;
+        r.positionsAxisStride = kTokens;
+        r.cosSinCache = static_cast<const float*>(cs->ptr);
+        r.queryNormWeight = qn->ptr;
+        r.keyNormWeight = kn->ptr;
+        r.numTokens = kTokens;
+        r.numQHeads = kQHeads;
+        r.numKvHeads = kKvHeads;
+        r.headDim = kD;
+        r.maxPosition = kMaxPos;
+        r.numPosAxes = 4;
+        for (int x = 0; x < 4; ++x) r.sections[x] = kD / 8;
+        r.slotMapping = static_cast<const int64_t*>(ds->ptr);
+        return r;
+    };
+    check(gpu::launchQkNormRope(rope(qkvA->ptr), nullptr), "rope");  // no cache pointers: rotation only
+    q8::WriteParams w;
+    w.key = static_cast<const __half*>(qkvA->ptr) + kQHeads * kD;
+    w.value = static_cast<const __half*>(qkvA->ptr) + (kQHeads + kKvHeads) * kD;
+    w.keyTokenStride = w.valueTokenStride = kQkv;
+    w.keyCache = static_cast<int8_t*>(a.k->ptr);
+    w.valueCache = static_cast<int8_t*>(a.v->ptr);
+    w.keyScale = static_cast<float*>(a.ks->ptr);
+    w.valueScale = static_cast<float*>(a.vs->ptr);
+    w.slotMapping = static_cast<const int64_t*>(ds->ptr);
+    w.numTokens = kTokens;
+    w.numKvHeads = kKvHeads;
+    w.numBlocks = kBlocks;
+    check(q8::launchWrite(w, nullptr), "int8 write");
+    q8::RopeWriteParams f;
+    f.rope = rope(qkvB->ptr);
+    f.keyCache = static_cast<int8_t*>(b.k->ptr);
+    f.valueCache = static_cast<int8_t*>(b.v->ptr);
+    f.keyScale = static_cast<float*>(b.ks->ptr);
+    f.valueScale = static_cast<float*>(b.vs->ptr);
+    f.numBlocks = kBlocks;
+    check(q8::launchRopeWrite(f, nullptr), "rope + int8 write");
+    check(cudaDeviceSynchronize(), "rope + int8 write");
+    size_t bad = 0;
+    const auto ha = download<uint16_t>(*qkvA), hb = download<uint16_t>(*qkvB);
+    for (size_t i = 0; i < ha.size(); ++i) bad += ha[i] != hb[i];
+    for (const auto& [x, y] : {std::pair{a.k.get(), b.k.get()}, {a.v.get(), b.v.get()}, {a.ks.get(), b.ks.get()}, {a.vs.get(), b.vs.get()}}) {
+        const auto hx = download<uint8_t>(*x), hy = download<uint8_t>(*y);
+        for (size_t i = 0; i < hx.size(); ++i) bad += hx[i] != hy[i];
+    }
+    // And something was written: the first token's K scale (slot 3) is positive.
+    const auto scales = download<float>(*b.ks);
+    const bool wrote = scales[size_t(q8::scaleIndex(3, kKvHeads, 0))] > 0.0f;
+    std::printf("| rotation writing the int8 cache, 13 tokens, one padding | %zu differing bytes against the rotation, "
+                "then the int8 write%s | %s |\n", bad, wrote ? "" : "; nothing written", bad == 0 && wrote ? "ok" : "MISMATCH");
+    return bad == 0 && wrote;
 }
 
 // Sequences of 1, 15, 16, 17, 200, 1076 and 1333 keys on shuffled blocks (one block of the 1076 masked), at 1, 2,
@@ -489,6 +569,7 @@ int main(int argc, char** argv)
                 "%d query / %d KV heads of %d\n\n## checks\n\n| what | result | ok |\n|---|---|---|\n",
                 context, kQHeads, kKvHeads, kD);
     bool ok = checkWrite();
+    ok = checkRopeWrite() && ok;
     ok = checkAttention() && ok;
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");

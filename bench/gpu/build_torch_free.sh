@@ -32,7 +32,7 @@ declare -A DEPS=(
   [bench_persistent_skeleton]=""
   [bench_head_parallel_layers]=""
   [bench_head_parallel_rows]=""
-  [bench_int8_kv]="gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/ref/paged_decode_attention_ref.cpp"
+  [bench_int8_kv]="gpu/kernels/paged_decode_attention.cu gpu/kernels/kv_cache_write.cu gpu/kernels/qk_norm_rope.cu gpu/ref/paged_decode_attention_ref.cpp"
 )
 declare -A LIBS=([bench_persistent_decode]="-lcuda" [bench_decode_step]="-lcublas -lcuda" [bench_prefill]="-lcublas" [bench_skinny_gemm]="-lcublas -lcublasLt")
 # A bench built from another's source (its dependencies and libraries too) with a define. The sources that

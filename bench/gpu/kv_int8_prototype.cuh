@@ -19,6 +19,8 @@
 #pragma once
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/qk_norm_rope.cuh"
+#include "gpu/kernels/qk_norm_rope_warp.cuh"
 
 namespace lector::bench::int8kv {
 
@@ -61,6 +63,15 @@ __device__ __forceinline__ void int8ToFloat4(uint32_t w, float* f)
     for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + i)) - 8388736.0f;
 }
 
+// The arithmetic every writer shares, so they store the same bytes: the multiplier of a row with max |x| = amax,
+// the integer of one value, and the row's scale.
+__device__ __forceinline__ float quantInverse(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
+__device__ __forceinline__ int8_t quantValue(float x, float inv)
+{
+    return static_cast<int8_t>(fminf(fmaxf(rintf(x * inv), -127.0f), 127.0f));
+}
+__device__ __forceinline__ float quantScale(float amax) { return amax / 127.0f; }
+
 // The 16 elements of one lane's slice: from its 16 float16 values, the row's amax across the kLanesPerToken
 // lanes of the head (lane groups of 8 aligned within the warp), then the rounded integers.
 __device__ __forceinline__ uint4 quantize16(const float (&x)[kElemsPerLane], float& scaleOut)
@@ -70,14 +81,11 @@ __device__ __forceinline__ uint4 quantize16(const float (&x)[kElemsPerLane], flo
     for (int e = 0; e < kElemsPerLane; ++e) amax = fmaxf(amax, fabsf(x[e]));
 #pragma unroll
     for (int o = 1; o < kLanesPerToken; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float inv = quantInverse(amax);
     uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int e = 0; e < kElemsPerLane; ++e) {
-        const float r = fminf(fmaxf(rintf(x[e] * inv), -127.0f), 127.0f);
-        w[e / 4] |= (uint32_t(int32_t(r)) & 0xffu) << (8 * (e % 4));
-    }
-    scaleOut = amax / 127.0f;
+    for (int e = 0; e < kElemsPerLane; ++e) w[e / 4] |= (uint32_t(uint8_t(quantValue(x[e], inv)))) << (8 * (e % 4));
+    scaleOut = quantScale(amax);
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -114,6 +122,108 @@ inline cudaError_t launchWrite(const WriteParams& p, cudaStream_t stream)
     if (p.numTokens <= 0) return p.numTokens == 0 ? cudaSuccess : cudaErrorInvalidValue;
     const int threads = (p.numKvHeads * kLanesPerToken + 31) / 32 * 32;
     return gpu::launchKernel(writeKernel, p.numTokens, threads, 0, stream, p);
+}
+
+// QK-norm + XD-RoPE of a step's new tokens in place (gpu/kernels/qk_norm_rope.cu's kernel and arithmetic, float16,
+// head dim 128) with their K and V written into the int8 cache, as the float16 kernel writes them into its
+// cache: one warp a (token, head), a key head's warp also quantizing the token's V of that head. rope's own
+// cache pointers are ignored; rope.slotMapping, rope.value and rope.valueTokenStride say where and what.
+struct RopeWriteParams {
+    gpu::QkNormRopeParams rope;
+    int8_t* keyCache = nullptr;
+    int8_t* valueCache = nullptr;
+    float* keyScale = nullptr;
+    float* valueScale = nullptr;
+    int numBlocks = 0;
+};
+
+constexpr int kRopeThreads = 256;
+constexpr int kRopeWarps = kRopeThreads / 32;
+
+__global__ void __launch_bounds__(kRopeThreads) ropeWriteKernel(RopeWriteParams w)
+{
+    constexpr int D = kHeadDim, kHalf = D / 2, kPairs = gpu::detail::kRopePairsPerLane<D>;
+    const gpu::QkNormRopeParams& p = w.rope;
+    const int64_t item = int64_t(blockIdx.x) * kRopeWarps + (threadIdx.x >> 5);
+    const int headsPerToken = p.numQHeads + p.numKvHeads;
+    if (item >= int64_t(p.numTokens) * headsPerToken) return;  // warp-uniform
+    const int64_t token = item / headsPerToken;
+    const int head = static_cast<int>(item % headsPerToken);
+    const bool isQuery = head < p.numQHeads;
+    const int kvHead = head - p.numQHeads;
+    const int lane = threadIdx.x & 31;
+    // Step inputs and constants before the wait, as qk_norm_rope.cu.
+    const __half* weight = static_cast<const __half*>(isQuery ? p.queryNormWeight : p.keyNormWeight);
+    float c[kPairs], sn[kPairs], w1[kPairs], w2[kPairs];
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+        const int j = lane + 32 * i;
+        c[i] = sn[i] = 0.0f;
+        w1[i] = w2[i] = 1.0f;
+        if (j >= kHalf) continue;
+        const float* cs = p.cosSinCache + gpu::detail::ropePosition(p, gpu::detail::ropeAxisOf(p, j), token) * D;
+        c[i] = cs[j];
+        sn[i] = cs[kHalf + j];
+        if (weight) {
+            w1[i] = __half2float(weight[j]);
+            w2[i] = __half2float(weight[kHalf + j]);
+        }
+    }
+    int64_t slot = -1;
+    if (!isQuery) {
+        slot = p.slotMapping[token];
+        if (slot >= int64_t(w.numBlocks) * kKvBlockSize) slot = -1;
+    }
+    gpu::gridDependencyWait();
+    gpu::allowDependentLaunch();
+    __half* x = isQuery ? static_cast<__half*>(p.query) + token * p.queryTokenStride + int64_t(head) * D
+                        : static_cast<__half*>(p.key) + token * p.keyTokenStride + int64_t(kvHead) * D;
+    __half lo[kPairs], hi[kPairs];
+    gpu::detail::qkNormRopeWarp<__half, D>(x, c, sn, w1, w2, weight != nullptr, p.eps, lo, hi);
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+        const int j = lane + 32 * i;
+        if (j >= kHalf) continue;
+        x[j] = lo[i];
+        x[kHalf + j] = hi[i];
+        amax = fmaxf(amax, fmaxf(fabsf(__half2float(lo[i])), fabsf(__half2float(hi[i]))));
+    }
+    if (isQuery) return;  // warp-uniform
+    amax = gpu::warpMax(amax);
+    const __half* v = static_cast<const __half*>(p.value) + token * p.valueTokenStride + int64_t(kvHead) * D;
+    float vx[D / 32], vmax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < D / 32; ++k) vmax = fmaxf(vmax, fabsf(vx[k] = __half2float(v[lane + 32 * k])));
+    vmax = gpu::warpMax(vmax);
+    if (slot < 0) return;  // warp-uniform: padding rows
+    const int64_t row = (slot * p.numKvHeads + kvHead) * D;
+    const float inv = quantInverse(amax), vinv = quantInverse(vmax);
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+        const int j = lane + 32 * i;
+        if (j >= kHalf) continue;
+        w.keyCache[row + j] = quantValue(__half2float(lo[i]), inv);
+        w.keyCache[row + kHalf + j] = quantValue(__half2float(hi[i]), inv);
+    }
+#pragma unroll
+    for (int k = 0; k < D / 32; ++k) w.valueCache[row + lane + 32 * k] = quantValue(vx[k], vinv);
+    if (lane == 0) {
+        w.keyScale[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(amax);
+        w.valueScale[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(vmax);
+    }
+}
+
+inline cudaError_t launchRopeWrite(const RopeWriteParams& w, cudaStream_t stream)
+{
+    const gpu::QkNormRopeParams& p = w.rope;
+    if (p.dtype != gpu::DType::F16 || p.headDim != kHeadDim || !gpu::ropeTableValid(p, p.headDim) || !p.slotMapping ||
+        !p.value || !w.keyCache || !w.valueCache || !w.keyScale || !w.valueScale)
+        return cudaErrorInvalidValue;
+    const int64_t items = int64_t(p.numTokens) * (p.numQHeads + p.numKvHeads);
+    if (items == 0) return cudaSuccess;
+    return gpu::launchKernel(ropeWriteKernel, static_cast<unsigned>(gpu::ceilDiv(items, kRopeWarps)), kRopeThreads, 0,
+                             stream, w);
 }
 
 struct AttentionParams {
