@@ -18,8 +18,8 @@
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
 // miss what PDL does not hide); from three sequences also the norm and SiLU-mul kernels, which bounds
 // what fusing them into the products could save (perf.md, call 133); and from three sequences the chain with
-// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh, beside the float16 chain with the rotation
-// apart ("as the runner launches it") and inside attention (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
+// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh, its rotation apart and inside attention,
+// beside the float16 chain's two (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
@@ -104,7 +104,7 @@ struct Variant {
     bool rotationInside = false;
     // > 0: K/V in the prototype int8 cache (bench/gpu/kv_int8_prototype.cuh) read by its attention kernel at
     // this many times the graphs' row partitions: the QK-norm/RoPE kernel writing the int8 cache, then the int8
-    // attention (the float16 chain's route apart, not the rotation inside attention).
+    // attention; with rotationInside, the int8 attention rotating and writing the new tokens itself.
     int int8Kv = 0;
 };
 
@@ -333,22 +333,24 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
 {
     const Layer& w = m.layers[size_t(l)];
     const Int8Layer& c = m.int8[size_t(l)];
-    bench::int8kv::RopeWriteParams r;
-    r.rope = ropeParams(m, w);
-    r.keyCache = static_cast<int8_t*>(c.keys->ptr);
-    r.valueCache = static_cast<int8_t*>(c.values->ptr);
-    r.keyScale = static_cast<float*>(c.keyScales->ptr);
-    r.valueScale = static_cast<float*>(c.valueScales->ptr);
-    r.numBlocks = m.numBlocks;
-    LECTOR_CUDA_TRY(bench::int8kv::launchRopeWrite(r, stream));
+    if (!v.rotationInside) {
+        bench::int8kv::RopeWriteParams r;
+        r.rope = ropeParams(m, w);
+        r.keyCache = static_cast<int8_t*>(c.keys->ptr);
+        r.valueCache = static_cast<int8_t*>(c.values->ptr);
+        r.keyScale = static_cast<float*>(c.keyScales->ptr);
+        r.valueScale = static_cast<float*>(c.valueScales->ptr);
+        r.numBlocks = m.numBlocks;
+        LECTOR_CUDA_TRY(bench::int8kv::launchRopeWrite(r, stream));
+    }
     const __half* qkv = static_cast<const __half*>(m.qkv->ptr);
     bench::int8kv::AttentionParams a;
     a.out = static_cast<__half*>(m.attn->ptr);
     a.query = qkv;
-    a.keyCache = static_cast<const int8_t*>(c.keys->ptr);
-    a.valueCache = static_cast<const int8_t*>(c.values->ptr);
-    a.keyScale = static_cast<const float*>(c.keyScales->ptr);
-    a.valueScale = static_cast<const float*>(c.valueScales->ptr);
+    a.keyCache = static_cast<int8_t*>(c.keys->ptr);
+    a.valueCache = static_cast<int8_t*>(c.values->ptr);
+    a.keyScale = static_cast<float*>(c.keyScales->ptr);
+    a.valueScale = static_cast<float*>(c.valueScales->ptr);
     a.blockTable = static_cast<const int32_t*>(m.table->ptr);
     a.contextLens = static_cast<const int32_t*>(m.lens->ptr);
     a.workspace = static_cast<float*>(m.workspace->ptr);
@@ -362,6 +364,7 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     a.numBlocks = m.numBlocks;
     a.rowPartitions = std::min(std::max(rowPartitions, 1) * v.int8Kv, gpu::kDecodeMaxRowPartitions);
     a.scale = 1.0f / std::sqrt(float(kHeadDim));
+    if (v.rotationInside) a.rope = ropeParams(m, w);  // its float16 cache pointers are not used
     return bench::int8kv::launchAttention(a, stream);
 }
 
@@ -477,6 +480,10 @@ std::vector<Variant> variants(int rows)
     if (rows > 2)  // the prototype int8 KV cache (bench_int8_kv checks its kernels), with the runner's projections
         for (int times : {1, 2}) {
             add("int8 KV cache (prototype), row partitions x" + std::to_string(times), [&](Variant& x) { x.int8Kv = times; });
+            add("int8 KV cache (prototype) x" + std::to_string(times) + ", rotation inside attention", [&](Variant& x) {
+                x.int8Kv = times;
+                x.rotationInside = true;
+            });
             if (rows >= 8 && rows <= 48)
                 add("int8 KV cache (prototype) x" + std::to_string(times) + ", o, down, LM head on warp groups", [&](Variant& x) {
                     x.int8Kv = times;

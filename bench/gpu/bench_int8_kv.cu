@@ -10,6 +10,7 @@
 //   - the rotation that writes the int8 cache against the float16 rotation followed by the int8 write;
 //   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
 //     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions);
+//   - the rotation inside the int8 attention against the rotation that writes the cache, then the attention;
 //   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
 // Then the decode attention of HunyuanOCR's 16 query / 8 KV heads of 128 at 16 to 64 sequences of one context,
 // 24 launches in a graph, each on its own layer's cache, as bench_decode_attention times them: float16's
@@ -387,10 +388,10 @@ bool checkAttention()
         q8::AttentionParams a;
         a.out = static_cast<__half*>(out.ptr);
         a.query = static_cast<const __half*>(dq->ptr);
-        a.keyCache = static_cast<const int8_t*>(c.k->ptr);
-        a.valueCache = static_cast<const int8_t*>(c.v->ptr);
-        a.keyScale = static_cast<const float*>(c.ks->ptr);
-        a.valueScale = static_cast<const float*>(c.vs->ptr);
+        a.keyCache = static_cast<int8_t*>(c.k->ptr);
+        a.valueCache = static_cast<int8_t*>(c.v->ptr);
+        a.keyScale = static_cast<float*>(c.ks->ptr);
+        a.valueScale = static_cast<float*>(c.vs->ptr);
         a.blockTable = static_cast<const int32_t*>(dt->ptr);
         a.contextLens = static_cast<const int32_t*>(dl->ptr);
         a.workspace = static_cast<float*>(ws.ptr);
@@ -413,6 +414,127 @@ bool checkAttention()
         std::printf("| int8 attention, %d partitions | nmse %.2e against the int8 reference; %.2e against float16 "
                     "attention on the unquantized rows%s | %s |\n",
                     parts, nmse, drift, countersZero ? "" : "; tickets not reset", pass ? "ok" : "MISMATCH");
+        ok = ok && pass;
+    }
+    return ok;
+}
+
+// The rotation inside the int8 attention (AttentionParams::rope) against the rotation that writes the int8 cache
+// followed by the plain int8 attention, and against attentionRef over the cache and rotated queries that path
+// leaves: the same cache bytes and scales, the same outputs. Seven sequences of 1 to 1333 keys at scattered
+// positions, their new tokens in their last slots, 1, 2, 3 and 5 partitions.
+bool checkRopeInside()
+{
+    const std::vector<int32_t> lens{1, 15, 16, 17, 200, 1076, 1333};
+    constexpr int kQkv = (kQHeads + 2 * kKvHeads) * kD, kMaxPos = 4096;
+    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize;
+    int total = 0;
+    for (int l : lens) total += (l + 15) / 16;
+    const int numBlocks = total + 2;
+    std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(41));
+    std::vector<int32_t> table(size_t(numSeqs) * width, -1);
+    std::vector<int64_t> slots(static_cast<size_t>(numSeqs)), positions(size_t(4) * numSeqs);
+    std::mt19937 rng(42);
+    for (int s = 0, next = 0; s < numSeqs; ++s) {
+        for (int j = 0; j < (lens[size_t(s)] + 15) / 16; ++j) table[size_t(s) * width + j] = ids[size_t(next++)];
+        const int t = lens[size_t(s)] - 1;
+        slots[size_t(s)] = int64_t(table[size_t(s) * width + t / 16]) * 16 + t % 16;
+        for (int a = 0; a < 4; ++a) positions[size_t(a) * numSeqs + s] = int64_t(rng() % kMaxPos);
+    }
+    const size_t cacheElems = size_t(numBlocks) * gpu::kKvBlockSize * kTokenElems;
+    auto dk = bench::upload(bench::randomHalfBits(cacheElems, 43)), dv = bench::upload(bench::randomHalfBits(cacheElems, 44));
+    const auto qkv = bench::randomHalfBits(size_t(numSeqs) * kQkv, 45);
+    auto qkvA = bench::upload(qkv), qkvB = bench::upload(qkv), dt = bench::upload(table), dl = bench::upload(lens);
+    auto ds = bench::upload(slots), pos = bench::upload(positions), cs = bench::upload(bench::ropeTable(kMaxPos, kD));
+    auto qn = bench::halves(kD, 46, 0.1f, 1.0f), kn = bench::halves(kD, 47, 0.1f, 1.0f);
+    const auto identity = identitySlots(numBlocks);
+    const Int8Dev ca = allocInt8(numBlocks), cb = allocInt8(numBlocks);
+    quantizeOnDevice(dk->ptr, dv->ptr, ca, numBlocks, *identity, nullptr);
+    quantizeOnDevice(dk->ptr, dv->ptr, cb, numBlocks, *identity, nullptr);
+    Buffer outA(size_t(numSeqs) * kQHeads * kD * 2), outB(outA.bytes), ws(size_t(q8::workspaceFloats(numSeqs, kQHeads, 5)) * 4),
+        counters(size_t(numSeqs) * kKvHeads * 4);
+    check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
+    auto rope = [&](void* qkvPtr) {
+        gpu::QkNormRopeParams r;
+        r.query = qkvPtr;
+        r.key = static_cast<__half*>(qkvPtr) + kQHeads * kD;
+        r.value = static_cast<__half*>(qkvPtr) + (kQHeads + kKvHeads) * kD;
+        r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
+        r.positions = pos->ptr;
+        r.positionsAxisStride = numSeqs;
+        r.cosSinCache = static_cast<const float*>(cs->ptr);
+        r.queryNormWeight = qn->ptr;
+        r.keyNormWeight = kn->ptr;
+        r.numTokens = numSeqs;
+        r.numQHeads = kQHeads;
+        r.numKvHeads = kKvHeads;
+        r.headDim = kD;
+        r.maxPosition = kMaxPos;
+        r.numPosAxes = 4;
+        for (int x = 0; x < 4; ++x) r.sections[x] = kD / 8;
+        r.slotMapping = static_cast<const int64_t*>(ds->ptr);
+        return r;
+    };
+    auto attention = [&](const Int8Dev& c, void* qkvPtr, Buffer& out, int parts, bool inside) {
+        q8::AttentionParams a;
+        a.out = static_cast<__half*>(out.ptr);
+        a.query = static_cast<const __half*>(qkvPtr);
+        a.keyCache = static_cast<int8_t*>(c.k->ptr);
+        a.valueCache = static_cast<int8_t*>(c.v->ptr);
+        a.keyScale = static_cast<float*>(c.ks->ptr);
+        a.valueScale = static_cast<float*>(c.vs->ptr);
+        a.blockTable = static_cast<const int32_t*>(dt->ptr);
+        a.contextLens = static_cast<const int32_t*>(dl->ptr);
+        a.workspace = static_cast<float*>(ws.ptr);
+        a.counters = static_cast<int32_t*>(counters.ptr);
+        a.blockTableStride = width;
+        a.querySeqStride = kQkv;
+        a.numSeqs = numSeqs;
+        a.numQHeads = kQHeads;
+        a.numKvHeads = kKvHeads;
+        a.numBlocks = numBlocks;
+        a.rowPartitions = parts;
+        a.scale = 1.0f / std::sqrt(float(kD));
+        if (inside) a.rope = rope(qkvPtr);
+        check(q8::launchAttention(a, nullptr), inside ? "int8 attention, rotation inside" : "int8 attention");
+    };
+    // Path A once: the rotation writing the cache, in place in qkvA.
+    q8::RopeWriteParams f;
+    f.rope = rope(qkvA->ptr);
+    f.keyCache = static_cast<int8_t*>(ca.k->ptr);
+    f.valueCache = static_cast<int8_t*>(ca.v->ptr);
+    f.keyScale = static_cast<float*>(ca.ks->ptr);
+    f.valueScale = static_cast<float*>(ca.vs->ptr);
+    f.numBlocks = numBlocks;
+    check(q8::launchRopeWrite(f, nullptr), "rope + int8 write");
+    check(cudaDeviceSynchronize(), "rope + int8 write");
+    // The reference: attentionRef over path A's cache and rotated queries.
+    HostInt8 h{download<int8_t>(*ca.k), download<int8_t>(*ca.v), download<float>(*ca.ks), download<float>(*ca.vs)};
+    const auto rotated = download<uint16_t>(*qkvA);
+    std::vector<uint16_t> query(size_t(numSeqs) * kQHeads * kD);
+    for (int s = 0; s < numSeqs; ++s)
+        std::copy_n(rotated.begin() + ptrdiff_t(size_t(s) * kQkv), kQHeads * kD, query.begin() + ptrdiff_t(size_t(s) * kQHeads * kD));
+    const auto want = attentionRef(h, query, table, width, lens, numBlocks, 1.0f / std::sqrt(float(kD)));
+    bool ok = true;
+    for (int parts : {1, 2, 3, 5}) {
+        check(cudaMemset(outA.ptr, 0xff, outA.bytes), "memset");
+        check(cudaMemset(outB.ptr, 0xff, outB.bytes), "memset");
+        attention(ca, qkvA->ptr, outA, parts, false);
+        attention(cb, qkvB->ptr, outB, parts, true);  // qkvB stays raw: every launch rotates it again
+        check(cudaDeviceSynchronize(), "int8 attention");
+        const auto a = download<uint16_t>(outA), b = download<uint16_t>(outB);
+        size_t bad = 0;
+        for (const auto& [x, y] : {std::pair{ca.k.get(), cb.k.get()}, {ca.v.get(), cb.v.get()}, {ca.ks.get(), cb.ks.get()}, {ca.vs.get(), cb.vs.get()}}) {
+            const auto hx = download<uint8_t>(*x), hy = download<uint8_t>(*y);
+            for (size_t i = 0; i < hx.size(); ++i) bad += hx[i] != hy[i];
+        }
+        const double vsPath = bench::halfNmse(b, a), vsRef = bench::halfNmse(b, want);
+        const bool pass = bad == 0 && vsPath <= 1e-6 && vsRef <= 1e-5;
+        std::printf("| int8 attention, rotation inside, %d partitions | %zu differing cache bytes; nmse %.2e against the "
+                    "rotation then the attention, %.2e against the int8 reference | %s |\n",
+                    parts, bad, vsPath, vsRef, pass ? "ok" : "MISMATCH");
         ok = ok && pass;
     }
     return ok;
@@ -500,10 +622,10 @@ double int8Attention(cudaStream_t stream, const Timing& t, int rowParts)
         q8::AttentionParams a;
         a.out = static_cast<__half*>(t.out->ptr);
         a.query = static_cast<const __half*>(t.query->ptr);
-        a.keyCache = static_cast<const int8_t*>(c.k->ptr);
-        a.valueCache = static_cast<const int8_t*>(c.v->ptr);
-        a.keyScale = static_cast<const float*>(c.ks->ptr);
-        a.valueScale = static_cast<const float*>(c.vs->ptr);
+        a.keyCache = static_cast<int8_t*>(c.k->ptr);
+        a.valueCache = static_cast<int8_t*>(c.v->ptr);
+        a.keyScale = static_cast<float*>(c.ks->ptr);
+        a.valueScale = static_cast<float*>(c.vs->ptr);
         a.blockTable = static_cast<const int32_t*>(t.table->ptr);
         a.contextLens = static_cast<const int32_t*>(t.lens->ptr);
         a.workspace = static_cast<float*>(t.workspace->ptr);
@@ -571,6 +693,7 @@ int main(int argc, char** argv)
     bool ok = checkWrite();
     ok = checkRopeWrite() && ok;
     ok = checkAttention() && ok;
+    ok = checkRopeInside() && ok;
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     const double bw = bench::copyBandwidth();

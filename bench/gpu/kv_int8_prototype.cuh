@@ -229,10 +229,10 @@ inline cudaError_t launchRopeWrite(const RopeWriteParams& w, cudaStream_t stream
 struct AttentionParams {
     __half* out = nullptr;            // [numSeqs, numQHeads, headDim], outSeqStride, heads contiguous
     const __half* query = nullptr;    // [numSeqs, numQHeads, headDim], querySeqStride, heads contiguous
-    const int8_t* keyCache = nullptr;
-    const int8_t* valueCache = nullptr;
-    const float* keyScale = nullptr;
-    const float* valueScale = nullptr;
+    int8_t* keyCache = nullptr;       // read; under rope also written (the newest tokens' slots)
+    int8_t* valueCache = nullptr;
+    float* keyScale = nullptr;
+    float* valueScale = nullptr;
     const int32_t* blockTable = nullptr;   // [numSeqs, blockTableStride]
     const int32_t* contextLens = nullptr;  // [numSeqs]
     float* workspace = nullptr;       // [numSeqs, numQHeads, rowPartitions] x (headDim + 2) floats when rowPartitions > 1
@@ -246,6 +246,12 @@ struct AttentionParams {
     int numBlocks = 0;                // ids outside [0, numBlocks): masked
     int rowPartitions = 1;            // each sequence's blocks in min(rowPartitions, its blocks) equal shares
     float scale = 1.0f;               // softmax scale
+    // rope.key set: the rotation inside attention, as gpu/kernels/paged_decode_attention.cuh's
+    // PagedDecodeAttentionParams::rope: query is raw (and left so), rope.key / rope.value the new tokens' raw K
+    // and V; the CTA whose partition ends at the newest token rotates its key, rounds K and V into this cache at
+    // rope.slotMapping[seq] (float16, head dim 128) and attends to them from shared memory. Its query, token and
+    // head counts and cache pointers are unused.
+    gpu::QkNormRopeParams rope;
 };
 
 constexpr int kThreads = 128;
@@ -261,7 +267,7 @@ inline int64_t workspaceFloats(int numSeqs, int numQHeads, int rowPartitions)
 // 4 tokens of a load. The warp's first block is loaded before the PDL wait (the previous kernel may write only
 // the sequence's newest token, which is loaded again after it). Partitions merge through a ticket: the last
 // CTA of a (sequence, KV head) combines the others' partial results from the workspace.
-template <int G>
+template <int G, bool kRope>
 __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a)
 {
     const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
@@ -297,22 +303,134 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
     const bool firstValid = firstBlock >= 0 && firstBlock < a.numBlocks;
     if (firstValid) load(firstBlock, false);
-    gpu::gridDependencyWait();
-    gpu::allowDependentLaunch();
-    // The newest token's slot, if it is in this warp's first block, is the one the previous kernel wrote.
-    if (firstValid && firstPg == (numKeys - 1) / kKvBlockSize) load(firstBlock, true);
-
-    float q[G][kElemsPerLane];
     const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
     const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
-    const __half* qRow = a.query + seq * qStride + int64_t(kvHead) * G * kHeadDim + sub * kElemsPerLane;
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const gpu::Vec16<__half> lo = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim));
-        const gpu::Vec16<__half> hi = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim + 8));
-#pragma unroll
-        for (int e = 0; e < 8; ++e) q[g][e] = lo.v[e] * a.scale, q[g][8 + e] = hi.v[e] * a.scale;
+    // kRope: [cos | sin | query-norm weight | key-norm weight] per dim at this row's positions, staged before the
+    // wait (step inputs and weights); the rotated queries (scaled) and the new token's int8 K and V after it.
+    [[maybe_unused]] __shared__ float ropeTab[kRope ? 4 * kHeadDim : 1];
+    [[maybe_unused]] __shared__ float qRot[kRope ? G * kHeadDim : 1];
+    [[maybe_unused]] __shared__ uint4 newKv[kRope ? 2 * kLanesPerToken : 1];  // K's 128 bytes, then V's
+    [[maybe_unused]] __shared__ float newScale[2];
+    [[maybe_unused]] int64_t newSlot = -1;
+    if constexpr (kRope) {
+        const gpu::QkNormRopeParams& rp = a.rope;
+        for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
+            const int j = d % (kHeadDim / 2);
+            const float* cs = rp.cosSinCache + gpu::detail::ropePosition(rp, gpu::detail::ropeAxisOf(rp, j), seq) * kHeadDim;
+            ropeTab[d] = cs[j];
+            ropeTab[kHeadDim + d] = cs[kHeadDim / 2 + j];
+            ropeTab[2 * kHeadDim + d] = rp.queryNormWeight ? __half2float(static_cast<const __half*>(rp.queryNormWeight)[d]) : 1.0f;
+            ropeTab[3 * kHeadDim + d] = rp.keyNormWeight ? __half2float(static_cast<const __half*>(rp.keyNormWeight)[d]) : 1.0f;
+        }
+        newSlot = rp.slotMapping[seq];
     }
+    gpu::gridDependencyWait();
+    gpu::allowDependentLaunch();
+    // The newest token's slot, if it is in this warp's first block, is the one the previous kernel wrote (under
+    // kRope this launch computes it instead).
+    if (!kRope && firstValid && firstPg == (numKeys - 1) / kKvBlockSize) load(firstBlock, true);
+
+    float q[G][kElemsPerLane];
+    [[maybe_unused]] const bool holdsNewest = kRope && numKeys > 0 && end == numKeys;  // CTA-uniform
+    if constexpr (kRope) {
+        // A warp per query head and, where this partition ends at the newest token, one for its key and value:
+        // qk_norm_rope.cu's arithmetic (qkNormRopeWarp), the key and value then rounded as ropeWriteKernel does.
+        __syncthreads();  // ropeTab
+        const gpu::QkNormRopeParams& rp = a.rope;
+        constexpr int kPairs = gpu::detail::kRopePairsPerLane<kHeadDim>, kHalf = kHeadDim / 2;
+        for (int h = warp; h < G + (holdsNewest ? 1 : 0); h += kWarps) {  // warp-uniform
+            const bool isKey = h == G;
+            const __half* x = isKey ? static_cast<const __half*>(rp.key) + seq * rp.keyTokenStride + int64_t(kvHead) * kHeadDim
+                                    : a.query + seq * qStride + int64_t(kvHead * G + h) * kHeadDim;
+            const float* wt = ropeTab + (isKey ? 3 : 2) * kHeadDim;
+            float c[kPairs], sn[kPairs], w1[kPairs], w2[kPairs];
+#pragma unroll
+            for (int i = 0; i < kPairs; ++i) {
+                const int j = min(lane + 32 * i, kHalf - 1);
+                c[i] = ropeTab[j];
+                sn[i] = ropeTab[kHeadDim + j];
+                w1[i] = wt[j];
+                w2[i] = wt[kHalf + j];
+            }
+            __half lo[kPairs], hi[kPairs];
+            gpu::detail::qkNormRopeWarp<__half, kHeadDim>(
+                x, c, sn, w1, w2, (isKey ? rp.keyNormWeight : rp.queryNormWeight) != nullptr, rp.eps, lo, hi);
+            if (!isKey) {
+#pragma unroll
+                for (int i = 0; i < kPairs; ++i) {
+                    const int j = lane + 32 * i;
+                    if (j >= kHalf) continue;
+                    qRot[h * kHeadDim + j] = __half2float(lo[i]) * a.scale;
+                    qRot[h * kHeadDim + kHalf + j] = __half2float(hi[i]) * a.scale;
+                }
+                continue;
+            }
+            float amax = 0.0f;
+#pragma unroll
+            for (int i = 0; i < kPairs; ++i)
+                if (lane + 32 * i < kHalf) amax = fmaxf(amax, fmaxf(fabsf(__half2float(lo[i])), fabsf(__half2float(hi[i]))));
+            amax = gpu::warpMax(amax);
+            const __half* v = static_cast<const __half*>(rp.value) + seq * rp.valueTokenStride + int64_t(kvHead) * kHeadDim;
+            float vx[kHeadDim / 32], vmax = 0.0f;
+#pragma unroll
+            for (int k = 0; k < kHeadDim / 32; ++k) vmax = fmaxf(vmax, fabsf(vx[k] = __half2float(v[lane + 32 * k])));
+            vmax = gpu::warpMax(vmax);
+            int8_t* k8 = reinterpret_cast<int8_t*>(newKv);
+            int8_t* v8 = k8 + kHeadDim;
+            const float inv = quantInverse(amax), vinv = quantInverse(vmax);
+#pragma unroll
+            for (int i = 0; i < kPairs; ++i) {
+                const int j = lane + 32 * i;
+                if (j >= kHalf) continue;
+                k8[j] = quantValue(__half2float(lo[i]), inv);
+                k8[kHalf + j] = quantValue(__half2float(hi[i]), inv);
+            }
+#pragma unroll
+            for (int k = 0; k < kHeadDim / 32; ++k) v8[lane + 32 * k] = quantValue(vx[k], vinv);
+            if (lane == 0) newScale[0] = quantScale(amax), newScale[1] = quantScale(vmax);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) q[g][e] = qRot[g * kHeadDim + sub * kElemsPerLane + e];
+        if (holdsNewest && warp == 0 && lane < kLanesPerToken && newSlot >= 0 && newSlot < int64_t(a.numBlocks) * kKvBlockSize) {
+            const int64_t cell = (newSlot * a.numKvHeads + kvHead) * kHeadDim + sub * kElemsPerLane;
+            *reinterpret_cast<uint4*>(a.keyCache + cell) = newKv[sub];
+            *reinterpret_cast<uint4*>(a.valueCache + cell) = newKv[kLanesPerToken + sub];
+            if (lane == 0) {
+                a.keyScale[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[0];
+                a.valueScale[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[1];
+            }
+        }
+    } else {
+        const __half* qRow = a.query + seq * qStride + int64_t(kvHead) * G * kHeadDim + sub * kElemsPerLane;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            const gpu::Vec16<__half> lo = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim));
+            const gpu::Vec16<__half> hi = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim + 8));
+#pragma unroll
+            for (int e = 0; e < 8; ++e) q[g][e] = lo.v[e] * a.scale, q[g][8 + e] = hi.v[e] * a.scale;
+        }
+    }
+    // kRope: the newest token's K and V (and scales) in place of what a block's loads read from its slot, which
+    // this launch writes but never reads back.
+    [[maybe_unused]] const int newestPage = (numKeys - 1) / kKvBlockSize;
+    auto substituteNewest = [&](int page) {
+        if (!holdsNewest || page != newestPage) return;  // warp-uniform
+        const int t = (numKeys - 1) % kKvBlockSize;
+        if (tokInStep != t % kTokensPerStep) return;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s)
+            if (s == t / kTokensPerStep) {
+                kRaw[s] = newKv[sub];
+                vRaw[s] = newKv[kLanesPerToken + sub];
+                kSc[s] = newScale[0];
+                vSc[s] = newScale[1];
+            }
+    };
+    if constexpr (kRope)
+        if (firstValid) substituteNewest(firstPg);
 
     float m[G], l[G], acc[G][kElemsPerLane];
 #pragma unroll
@@ -382,6 +500,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         const int32_t block = table[pg];
         if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
         load(block, false);
+        if constexpr (kRope) substituteNewest(pg);
         consume(pg);
     }
 #pragma unroll
@@ -475,8 +594,13 @@ inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream
     if (a.numSeqs <= 0 || a.numKvHeads <= 0 || a.numQHeads % a.numKvHeads || a.rowPartitions < 1) return cudaErrorInvalidValue;
     if (a.rowPartitions > 1 && (!a.workspace || !a.counters)) return cudaErrorInvalidValue;
     const dim3 grid(a.numSeqs, a.numKvHeads, a.rowPartitions);
+    const bool rope = a.rope.key != nullptr;
+    if (rope && (a.rope.dtype != gpu::DType::F16 || !gpu::ropeTableValid(a.rope, kHeadDim) || !a.rope.slotMapping ||
+                 !a.rope.value))
+        return cudaErrorInvalidValue;
     return gpu::dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
-        return gpu::launchKernel(attentionKernel<G>, grid, kThreads, 0, stream, a);
+        return rope ? gpu::launchKernel(attentionKernel<G, true>, grid, kThreads, 0, stream, a)
+                    : gpu::launchKernel(attentionKernel<G, false>, grid, kThreads, 0, stream, a);
     });
 }
 
