@@ -4,7 +4,7 @@
 # bench_persistent_skeleton, bench_head_parallel_layers, bench_head_parallel_rows, bench_int8_kv; and a build of
 # bench_persistent_decode's source with a define: bench_hp_trace, the head-parallel kernels' trace built in)
 # here with nvcc for sm_90, into build-gpu/ (git-ignored),
-# so a device call can carry them (about 79 MB in all, over the 64 MB a call carries: carry the binaries
+# so a device call can carry them (over 90 MB in all, more than the 64 MB a call carries: carry the binaries
 # a call needs, e.g. ["build-gpu/bench_persistent_decode"]) and spend its minutes running
 # instead of building. Each kernel and reference is compiled once into build-gpu-obj/ (not carried;
 # reused while newer than its source and every header), two at a time. On the GPU machine:

@@ -17,8 +17,8 @@ rest):
   K e4m3-head   only K through e4m3-head, V as it is (a quarter of the bytes saved, not half)
   V e4m3-head   only V through e4m3-head
   int8-head     8-bit integers, a scale per token and KV head (amax / 127), rounded to nearest: 7 bits of
-                resolution over the whole range where e4m3 has 3 of mantissa, and a kernel widens them with two
-                integer ops, the scales riding on the logits (K) and the probabilities (V)
+                resolution over the whole range where e4m3 has 3 of mantissa, and a kernel widens each with a byte
+                permute and a subtraction, the scales riding on the logits (K) and the probabilities (V)
   K int8-head   only K through int8-head
   V int8-head   only V through int8-head
 Each row: the prefill's last logits against float32 (relative L2; the parity bar is 2e-2), the worst of the

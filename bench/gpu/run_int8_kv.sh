@@ -3,10 +3,10 @@
 # kernels checked and timed against float16 (bench_int8_kv), the decode step of 16 to 64 sequences with them in
 # the chain (bench_decode_step's "int8 KV cache (prototype)" rows beside the runner's float16 ones), and what
 # int8 and e4m3 caches do to the logits of the full-size random model (probe_fp8_kv.py, three seeds). Build the
-# two benches here first and carry them with the probe's inputs (35 MB):
+# two benches here first and carry them with the probe's inputs:
 #   bash bench/gpu/build_torch_free.sh bench_int8_kv bench_decode_step
 #   carry: build-gpu/bench_int8_kv build-gpu/bench_decode_step gpu-data/shared/tools
-#          gpu-data/shared/fixtures/hunyuan/doc_en.png
+#          gpu-data/shared/fixtures/hunyuan/doc_en.png (38 MB)
 #   run:   bash bench/gpu/run_int8_kv.sh        (about 6 minutes; SEEDS="1234" for a shorter probe)
 # Writes everything under $OUT (default /tmp/int8-out) and prints the tables.
 set -uo pipefail
