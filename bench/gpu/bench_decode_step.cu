@@ -111,6 +111,11 @@ struct Variant {
 // A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup.
 struct Int8Layer {
     std::unique_ptr<Buffer> keys, values, keyScales, valueScales;
+    bench::int8kv::Cache view(int numBlocks) const
+    {
+        return {static_cast<int8_t*>(keys->ptr), static_cast<int8_t*>(values->ptr), static_cast<float*>(keyScales->ptr),
+                static_cast<float*>(valueScales->ptr), numBlocks};
+    }
 };
 
 struct Model {
@@ -166,14 +171,10 @@ Model makeModel(int rows, int context)
             bench::int8kv::WriteParams q;
             q.key = static_cast<const __half*>(w.keys->ptr);
             q.value = static_cast<const __half*>(w.values->ptr);
-            q.keyCache = static_cast<int8_t*>(c.keys->ptr);
-            q.valueCache = static_cast<int8_t*>(c.values->ptr);
-            q.keyScale = static_cast<float*>(c.keyScales->ptr);
-            q.valueScale = static_cast<float*>(c.valueScales->ptr);
+            q.cache = c.view(m.numBlocks);
             q.slotMapping = static_cast<const int64_t*>(ids8->ptr);
             q.numTokens = int(slotsAll);
             q.numKvHeads = kKvHeads;
-            q.numBlocks = m.numBlocks;
             check(bench::int8kv::launchWrite(q, nullptr), "int8 cache");
             m.int8.push_back(std::move(c));
         }
@@ -336,21 +337,14 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     if (!v.rotationInside) {
         bench::int8kv::RopeWriteParams r;
         r.rope = ropeParams(m, w);
-        r.keyCache = static_cast<int8_t*>(c.keys->ptr);
-        r.valueCache = static_cast<int8_t*>(c.values->ptr);
-        r.keyScale = static_cast<float*>(c.keyScales->ptr);
-        r.valueScale = static_cast<float*>(c.valueScales->ptr);
-        r.numBlocks = m.numBlocks;
+        r.cache = c.view(m.numBlocks);
         LECTOR_CUDA_TRY(bench::int8kv::launchRopeWrite(r, stream));
     }
     const __half* qkv = static_cast<const __half*>(m.qkv->ptr);
     bench::int8kv::AttentionParams a;
     a.out = static_cast<__half*>(m.attn->ptr);
     a.query = qkv;
-    a.keyCache = static_cast<int8_t*>(c.keys->ptr);
-    a.valueCache = static_cast<int8_t*>(c.values->ptr);
-    a.keyScale = static_cast<float*>(c.keyScales->ptr);
-    a.valueScale = static_cast<float*>(c.valueScales->ptr);
+    a.cache = c.view(m.numBlocks);
     a.blockTable = static_cast<const int32_t*>(m.table->ptr);
     a.contextLens = static_cast<const int32_t*>(m.lens->ptr);
     a.workspace = static_cast<float*>(m.workspace->ptr);
@@ -361,7 +355,6 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     a.numSeqs = m.rows;
     a.numQHeads = kQHeads;
     a.numKvHeads = kKvHeads;
-    a.numBlocks = m.numBlocks;
     a.rowPartitions = std::min(std::max(rowPartitions, 1) * v.int8Kv, gpu::kDecodeMaxRowPartitions);
     a.scale = 1.0f / std::sqrt(float(kHeadDim));
     if (v.rotationInside) a.rope = ropeParams(m, w);  // its float16 cache pointers are not used

@@ -50,6 +50,8 @@ using Buffer = bench::DeviceBuffer;
 
 constexpr int kQHeads = 16, kKvHeads = 8, kD = 128, kGraphContext = 8192, kLayers = 24;
 constexpr int kTokenElems = kKvHeads * kD;
+constexpr int kQkv = (kQHeads + 2 * kKvHeads) * kD;  // a row of the fused qkv output: q, k, v
+constexpr int kMaxPos = 4096;                       // rows of the checks' rotation table
 
 int numSms()
 {
@@ -142,31 +144,89 @@ std::vector<uint16_t> attentionRef(const HostInt8& c, const std::vector<uint16_t
 
 struct Int8Dev {
     std::unique_ptr<Buffer> k, v, ks, vs;
+    int numBlocks = 0;
+    q8::Cache view() const
+    {
+        return {static_cast<int8_t*>(k->ptr), static_cast<int8_t*>(v->ptr), static_cast<float*>(ks->ptr),
+                static_cast<float*>(vs->ptr), numBlocks};
+    }
 };
 
 Int8Dev allocInt8(int numBlocks)
 {
     const size_t slots = size_t(numBlocks) * gpu::kKvBlockSize;
     return {std::make_unique<Buffer>(slots * kTokenElems), std::make_unique<Buffer>(slots * kTokenElems),
-            std::make_unique<Buffer>(slots * kKvHeads * 4), std::make_unique<Buffer>(slots * kKvHeads * 4)};
+            std::make_unique<Buffer>(slots * kKvHeads * 4), std::make_unique<Buffer>(slots * kKvHeads * 4), numBlocks};
+}
+
+// The int8 write of numTokens rows of K and V (tokenStride elements apart; 0: contiguous) to the slots in c.
+q8::WriteParams writeParams(const Int8Dev& c, const void* key, const void* value, const void* slots, int numTokens,
+                            int64_t tokenStride = 0)
+{
+    q8::WriteParams w;
+    w.key = static_cast<const __half*>(key);
+    w.value = static_cast<const __half*>(value);
+    w.cache = c.view();
+    w.slotMapping = static_cast<const int64_t*>(slots);
+    w.keyTokenStride = w.valueTokenStride = tokenStride;
+    w.numTokens = numTokens;
+    w.numKvHeads = kKvHeads;
+    return w;
 }
 
 // Every slot of a float16 cache through the int8 write (identity slots): the cache is [slots, Hk, D] rows.
-void quantizeOnDevice(const void* k16, const void* v16, const Int8Dev& c, int numBlocks, const Buffer& identity,
-                      cudaStream_t stream)
+void quantizeOnDevice(const void* k16, const void* v16, const Int8Dev& c, const Buffer& identity, cudaStream_t stream)
 {
-    q8::WriteParams w;
-    w.key = static_cast<const __half*>(k16);
-    w.value = static_cast<const __half*>(v16);
-    w.keyCache = static_cast<int8_t*>(c.k->ptr);
-    w.valueCache = static_cast<int8_t*>(c.v->ptr);
-    w.keyScale = static_cast<float*>(c.ks->ptr);
-    w.valueScale = static_cast<float*>(c.vs->ptr);
-    w.slotMapping = static_cast<const int64_t*>(identity.ptr);
-    w.numTokens = numBlocks * gpu::kKvBlockSize;
-    w.numKvHeads = kKvHeads;
-    w.numBlocks = numBlocks;
-    check(q8::launchWrite(w, stream), "int8 write");
+    check(q8::launchWrite(writeParams(c, k16, v16, identity.ptr, c.numBlocks * gpu::kKvBlockSize), stream), "int8 write");
+}
+
+// Decode attention of numSeqs query rows (queryStride elements apart; 0: contiguous) over c, at `parts` row
+// partitions, the block table as wide as the graphs' (kGraphContext keys).
+q8::AttentionParams attentionParams(const Int8Dev& c, const void* query, int64_t queryStride, void* out, const Buffer& table,
+                                    const Buffer& lens, const Buffer& workspace, const Buffer& counters, int numSeqs, int parts)
+{
+    q8::AttentionParams a;
+    a.out = static_cast<__half*>(out);
+    a.query = static_cast<const __half*>(query);
+    a.cache = c.view();
+    a.blockTable = static_cast<const int32_t*>(table.ptr);
+    a.contextLens = static_cast<const int32_t*>(lens.ptr);
+    a.workspace = static_cast<float*>(workspace.ptr);
+    a.counters = static_cast<int32_t*>(counters.ptr);
+    a.blockTableStride = kGraphContext / gpu::kKvBlockSize;
+    a.querySeqStride = queryStride;
+    a.numSeqs = numSeqs;
+    a.numQHeads = kQHeads;
+    a.numKvHeads = kKvHeads;
+    a.rowPartitions = parts;
+    a.scale = 1.0f / std::sqrt(float(kD));
+    return a;
+}
+
+// HunyuanOCR's QK-norm/XD-RoPE of `rows` rows of a fused qkv buffer (kQkv elements a row) at positions [4, rows],
+// with its new tokens' slots; no cache pointers (the int8 kernels take theirs apart).
+gpu::QkNormRopeParams ropeParams(void* qkv, int rows, const Buffer& positions, const Buffer& cosSin, const Buffer& queryNorm,
+                                 const Buffer& keyNorm, const Buffer& slots)
+{
+    gpu::QkNormRopeParams r;
+    r.query = qkv;
+    r.key = static_cast<__half*>(qkv) + kQHeads * kD;
+    r.value = static_cast<__half*>(qkv) + (kQHeads + kKvHeads) * kD;
+    r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
+    r.positions = positions.ptr;
+    r.positionsAxisStride = rows;
+    r.cosSinCache = static_cast<const float*>(cosSin.ptr);
+    r.queryNormWeight = queryNorm.ptr;
+    r.keyNormWeight = keyNorm.ptr;
+    r.numTokens = rows;
+    r.numQHeads = kQHeads;
+    r.numKvHeads = kKvHeads;
+    r.headDim = kD;
+    r.maxPosition = kMaxPos;
+    r.numPosAxes = 4;
+    for (int x = 0; x < 4; ++x) r.sections[x] = kD / 8;
+    r.slotMapping = static_cast<const int64_t*>(slots.ptr);
+    return r;
 }
 
 std::unique_ptr<Buffer> identitySlots(int numBlocks)
@@ -182,6 +242,38 @@ std::vector<T> download(const Buffer& b)
     std::vector<T> h(b.bytes / sizeof(T));
     check(cudaMemcpy(h.data(), b.ptr, b.bytes, cudaMemcpyDeviceToHost), "download");
     return h;
+}
+
+// Bytes of K, V and their scales where two int8 caches differ.
+size_t differingBytes(const Int8Dev& a, const Int8Dev& b)
+{
+    size_t bad = 0;
+    for (const auto& [x, y] : {std::pair{a.k.get(), b.k.get()}, {a.v.get(), b.v.get()}, {a.ks.get(), b.ks.get()}, {a.vs.get(), b.vs.get()}}) {
+        const auto hx = download<uint8_t>(*x), hy = download<uint8_t>(*y);
+        for (size_t i = 0; i < hx.size(); ++i) bad += hx[i] != hy[i];
+    }
+    return bad;
+}
+
+// The blocks sequences of these lengths take, and a block table as wide as the graphs' giving each its blocks from
+// a shuffle of the pool's first ones (-1 past them).
+int blocksFor(const std::vector<int32_t>& lens)
+{
+    int total = 0;
+    for (int l : lens) total += (l + gpu::kKvBlockSize - 1) / gpu::kKvBlockSize;
+    return total;
+}
+
+std::vector<int32_t> shuffledTable(const std::vector<int32_t>& lens, int numBlocks, uint32_t seed)
+{
+    const int width = kGraphContext / gpu::kKvBlockSize;
+    std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(seed));
+    std::vector<int32_t> table(lens.size() * width, -1);
+    for (size_t s = 0, next = 0; s < lens.size(); ++s)
+        for (int j = 0; j < (lens[s] + gpu::kKvBlockSize - 1) / gpu::kKvBlockSize; ++j) table[s * width + j] = ids[next++];
+    return table;
 }
 
 // --- checks ---
@@ -204,18 +296,7 @@ bool checkWrite()
     const Int8Dev c = allocInt8(kBlocks);
     for (const auto* b : {c.k.get(), c.v.get(), c.ks.get(), c.vs.get()}) check(cudaMemset(b->ptr, 0x5a, b->bytes), "memset");
     auto dk = bench::upload(k), dv = bench::upload(v), ds = bench::upload(slots);
-    q8::WriteParams w;
-    w.key = static_cast<const __half*>(dk->ptr);
-    w.value = static_cast<const __half*>(dv->ptr);
-    w.keyCache = static_cast<int8_t*>(c.k->ptr);
-    w.valueCache = static_cast<int8_t*>(c.v->ptr);
-    w.keyScale = static_cast<float*>(c.ks->ptr);
-    w.valueScale = static_cast<float*>(c.vs->ptr);
-    w.slotMapping = static_cast<const int64_t*>(ds->ptr);
-    w.numTokens = kTokens;
-    w.numKvHeads = kKvHeads;
-    w.numBlocks = kBlocks;
-    check(q8::launchWrite(w, nullptr), "int8 write");
+    check(q8::launchWrite(writeParams(c, dk->ptr, dv->ptr, ds->ptr, kTokens), nullptr), "int8 write");
     check(cudaDeviceSynchronize(), "int8 write");
     const auto gk = download<int8_t>(*c.k), gv = download<int8_t>(*c.v);
     const auto gks = download<float>(*c.ks), gvs = download<float>(*c.vs);
@@ -247,7 +328,7 @@ bool checkWrite()
 // 13 tokens at scattered positions on the 4 axes, one of them padding (slot -1).
 bool checkRopeWrite()
 {
-    constexpr int kTokens = 13, kBlocks = 5, kQkv = (kQHeads + 2 * kKvHeads) * kD, kMaxPos = 4096;
+    constexpr int kTokens = 13, kBlocks = 5;
     const auto qkv = bench::randomHalfBits(size_t(kTokens) * kQkv, 31);
     std::vector<int64_t> positions(size_t(4) * kTokens), slots(kTokens);
     std::mt19937 rng(32);
@@ -260,57 +341,20 @@ bool checkRopeWrite()
     const Int8Dev a = allocInt8(kBlocks), b = allocInt8(kBlocks);
     for (const Int8Dev* c : {&a, &b})
         for (const auto* buf : {c->k.get(), c->v.get(), c->ks.get(), c->vs.get()}) check(cudaMemset(buf->ptr, 0, buf->bytes), "memset");
-    auto rope = [&](void* qkvPtr) {
-        gpu::QkNormRopeParams r;
-        r.query = qkvPtr;
-        r.key = static_cast<__half*>(qkvPtr) + kQHeads * kD;
-        r.value = static_cast<__half*>(qkvPtr) + (kQHeads + kKvHeads) * kD;
-        r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
-        r.positions = pos->ptr;
-        r.positionsAxisStride = kTokens;
-        r.cosSinCache = static_cast<const float*>(cs->ptr);
-        r.queryNormWeight = qn->ptr;
-        r.keyNormWeight = kn->ptr;
-        r.numTokens = kTokens;
-        r.numQHeads = kQHeads;
-        r.numKvHeads = kKvHeads;
-        r.headDim = kD;
-        r.maxPosition = kMaxPos;
-        r.numPosAxes = 4;
-        for (int x = 0; x < 4; ++x) r.sections[x] = kD / 8;
-        r.slotMapping = static_cast<const int64_t*>(ds->ptr);
-        return r;
-    };
+    auto rope = [&](void* qkvPtr) { return ropeParams(qkvPtr, kTokens, *pos, *cs, *qn, *kn, *ds); };
     check(gpu::launchQkNormRope(rope(qkvA->ptr), nullptr), "rope");  // no cache pointers: rotation only
-    q8::WriteParams w;
-    w.key = static_cast<const __half*>(qkvA->ptr) + kQHeads * kD;
-    w.value = static_cast<const __half*>(qkvA->ptr) + (kQHeads + kKvHeads) * kD;
-    w.keyTokenStride = w.valueTokenStride = kQkv;
-    w.keyCache = static_cast<int8_t*>(a.k->ptr);
-    w.valueCache = static_cast<int8_t*>(a.v->ptr);
-    w.keyScale = static_cast<float*>(a.ks->ptr);
-    w.valueScale = static_cast<float*>(a.vs->ptr);
-    w.slotMapping = static_cast<const int64_t*>(ds->ptr);
-    w.numTokens = kTokens;
-    w.numKvHeads = kKvHeads;
-    w.numBlocks = kBlocks;
-    check(q8::launchWrite(w, nullptr), "int8 write");
+    const __half* rotated = static_cast<const __half*>(qkvA->ptr);
+    check(q8::launchWrite(writeParams(a, rotated + kQHeads * kD, rotated + (kQHeads + kKvHeads) * kD, ds->ptr, kTokens, kQkv),
+                          nullptr),
+          "int8 write");
     q8::RopeWriteParams f;
     f.rope = rope(qkvB->ptr);
-    f.keyCache = static_cast<int8_t*>(b.k->ptr);
-    f.valueCache = static_cast<int8_t*>(b.v->ptr);
-    f.keyScale = static_cast<float*>(b.ks->ptr);
-    f.valueScale = static_cast<float*>(b.vs->ptr);
-    f.numBlocks = kBlocks;
+    f.cache = b.view();
     check(q8::launchRopeWrite(f, nullptr), "rope + int8 write");
     check(cudaDeviceSynchronize(), "rope + int8 write");
-    size_t bad = 0;
     const auto ha = download<uint16_t>(*qkvA), hb = download<uint16_t>(*qkvB);
+    size_t bad = differingBytes(a, b);
     for (size_t i = 0; i < ha.size(); ++i) bad += ha[i] != hb[i];
-    for (const auto& [x, y] : {std::pair{a.k.get(), b.k.get()}, {a.v.get(), b.v.get()}, {a.ks.get(), b.ks.get()}, {a.vs.get(), b.vs.get()}}) {
-        const auto hx = download<uint8_t>(*x), hy = download<uint8_t>(*y);
-        for (size_t i = 0; i < hx.size(); ++i) bad += hx[i] != hy[i];
-    }
     // And something was written: the first token's K scale (slot 3) is positive.
     const auto scales = download<float>(*b.ks);
     const bool wrote = scales[size_t(q8::scaleIndex(3, kKvHeads, 0))] > 0.0f;
@@ -325,16 +369,8 @@ bool checkRopeWrite()
 bool checkAttention()
 {
     const std::vector<int32_t> lens{1, 15, 16, 17, 200, 1076, 1333};
-    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize;
-    int total = 0;
-    for (int l : lens) total += (l + 15) / 16;
-    const int numBlocks = total + 5;
-    std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), std::mt19937(21));
-    std::vector<int32_t> table(size_t(numSeqs) * width, -1);
-    for (int s = 0, next = 0; s < numSeqs; ++s)
-        for (int j = 0; j < (lens[size_t(s)] + 15) / 16; ++j) table[size_t(s) * width + j] = ids[size_t(next++)];
+    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize, numBlocks = blocksFor(lens) + 5;
+    std::vector<int32_t> table = shuffledTable(lens, numBlocks, 21);
     table[size_t(5) * width + 30] = numBlocks + 7;  // a masked block in the 1076-key sequence
     const size_t cacheElems = size_t(numBlocks) * gpu::kKvBlockSize * kTokenElems;
     const auto hk = bench::randomHalfBits(cacheElems, 22), hv = bench::randomHalfBits(cacheElems, 23);
@@ -347,7 +383,7 @@ bool checkAttention()
     auto dl = bench::upload(lens);
     const Int8Dev c = allocInt8(numBlocks);
     const auto identity = identitySlots(numBlocks);
-    quantizeOnDevice(dk->ptr, dv->ptr, c, numBlocks, *identity, nullptr);
+    quantizeOnDevice(dk->ptr, dv->ptr, c, *identity, nullptr);
     Buffer out(size_t(numSeqs) * kQHeads * kD * 2), ws(size_t(q8::workspaceFloats(numSeqs, kQHeads, 5)) * 4),
         counters(size_t(numSeqs) * kKvHeads * 4);
     check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
@@ -385,24 +421,7 @@ bool checkAttention()
         gpu::ref::pagedDecodeAttentionRef(h);
     }
     for (int parts : {1, 2, 3, 5}) {
-        q8::AttentionParams a;
-        a.out = static_cast<__half*>(out.ptr);
-        a.query = static_cast<const __half*>(dq->ptr);
-        a.keyCache = static_cast<int8_t*>(c.k->ptr);
-        a.valueCache = static_cast<int8_t*>(c.v->ptr);
-        a.keyScale = static_cast<float*>(c.ks->ptr);
-        a.valueScale = static_cast<float*>(c.vs->ptr);
-        a.blockTable = static_cast<const int32_t*>(dt->ptr);
-        a.contextLens = static_cast<const int32_t*>(dl->ptr);
-        a.workspace = static_cast<float*>(ws.ptr);
-        a.counters = static_cast<int32_t*>(counters.ptr);
-        a.blockTableStride = width;
-        a.numSeqs = numSeqs;
-        a.numQHeads = kQHeads;
-        a.numKvHeads = kKvHeads;
-        a.numBlocks = numBlocks;
-        a.rowPartitions = parts;
-        a.scale = scale;
+        const q8::AttentionParams a = attentionParams(c, dq->ptr, 0, out.ptr, *dt, *dl, ws, counters, numSeqs, parts);
         check(cudaMemset(out.ptr, 0xff, out.bytes), "memset");
         for (int rep = 0; rep < 2; ++rep) check(q8::launchAttention(a, nullptr), "int8 attention");  // tickets reset
         check(cudaDeviceSynchronize(), "int8 attention");
@@ -426,19 +445,11 @@ bool checkAttention()
 bool checkRopeInside()
 {
     const std::vector<int32_t> lens{1, 15, 16, 17, 200, 1076, 1333};
-    constexpr int kQkv = (kQHeads + 2 * kKvHeads) * kD, kMaxPos = 4096;
-    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize;
-    int total = 0;
-    for (int l : lens) total += (l + 15) / 16;
-    const int numBlocks = total + 2;
-    std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), std::mt19937(41));
-    std::vector<int32_t> table(size_t(numSeqs) * width, -1);
+    const int numSeqs = int(lens.size()), width = kGraphContext / gpu::kKvBlockSize, numBlocks = blocksFor(lens) + 2;
+    const std::vector<int32_t> table = shuffledTable(lens, numBlocks, 41);
     std::vector<int64_t> slots(static_cast<size_t>(numSeqs)), positions(size_t(4) * numSeqs);
     std::mt19937 rng(42);
-    for (int s = 0, next = 0; s < numSeqs; ++s) {
-        for (int j = 0; j < (lens[size_t(s)] + 15) / 16; ++j) table[size_t(s) * width + j] = ids[size_t(next++)];
+    for (int s = 0; s < numSeqs; ++s) {
         const int t = lens[size_t(s)] - 1;
         slots[size_t(s)] = int64_t(table[size_t(s) * width + t / 16]) * 16 + t % 16;
         for (int a = 0; a < 4; ++a) positions[size_t(a) * numSeqs + s] = int64_t(rng() % kMaxPos);
@@ -451,63 +462,21 @@ bool checkRopeInside()
     auto qn = bench::halves(kD, 46, 0.1f, 1.0f), kn = bench::halves(kD, 47, 0.1f, 1.0f);
     const auto identity = identitySlots(numBlocks);
     const Int8Dev ca = allocInt8(numBlocks), cb = allocInt8(numBlocks);
-    quantizeOnDevice(dk->ptr, dv->ptr, ca, numBlocks, *identity, nullptr);
-    quantizeOnDevice(dk->ptr, dv->ptr, cb, numBlocks, *identity, nullptr);
+    quantizeOnDevice(dk->ptr, dv->ptr, ca, *identity, nullptr);
+    quantizeOnDevice(dk->ptr, dv->ptr, cb, *identity, nullptr);
     Buffer outA(size_t(numSeqs) * kQHeads * kD * 2), outB(outA.bytes), ws(size_t(q8::workspaceFloats(numSeqs, kQHeads, 5)) * 4),
         counters(size_t(numSeqs) * kKvHeads * 4);
     check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
-    auto rope = [&](void* qkvPtr) {
-        gpu::QkNormRopeParams r;
-        r.query = qkvPtr;
-        r.key = static_cast<__half*>(qkvPtr) + kQHeads * kD;
-        r.value = static_cast<__half*>(qkvPtr) + (kQHeads + kKvHeads) * kD;
-        r.queryTokenStride = r.keyTokenStride = r.valueTokenStride = kQkv;
-        r.positions = pos->ptr;
-        r.positionsAxisStride = numSeqs;
-        r.cosSinCache = static_cast<const float*>(cs->ptr);
-        r.queryNormWeight = qn->ptr;
-        r.keyNormWeight = kn->ptr;
-        r.numTokens = numSeqs;
-        r.numQHeads = kQHeads;
-        r.numKvHeads = kKvHeads;
-        r.headDim = kD;
-        r.maxPosition = kMaxPos;
-        r.numPosAxes = 4;
-        for (int x = 0; x < 4; ++x) r.sections[x] = kD / 8;
-        r.slotMapping = static_cast<const int64_t*>(ds->ptr);
-        return r;
-    };
+    auto rope = [&](void* qkvPtr) { return ropeParams(qkvPtr, numSeqs, *pos, *cs, *qn, *kn, *ds); };
     auto attention = [&](const Int8Dev& c, void* qkvPtr, Buffer& out, int parts, bool inside) {
-        q8::AttentionParams a;
-        a.out = static_cast<__half*>(out.ptr);
-        a.query = static_cast<const __half*>(qkvPtr);
-        a.keyCache = static_cast<int8_t*>(c.k->ptr);
-        a.valueCache = static_cast<int8_t*>(c.v->ptr);
-        a.keyScale = static_cast<float*>(c.ks->ptr);
-        a.valueScale = static_cast<float*>(c.vs->ptr);
-        a.blockTable = static_cast<const int32_t*>(dt->ptr);
-        a.contextLens = static_cast<const int32_t*>(dl->ptr);
-        a.workspace = static_cast<float*>(ws.ptr);
-        a.counters = static_cast<int32_t*>(counters.ptr);
-        a.blockTableStride = width;
-        a.querySeqStride = kQkv;
-        a.numSeqs = numSeqs;
-        a.numQHeads = kQHeads;
-        a.numKvHeads = kKvHeads;
-        a.numBlocks = numBlocks;
-        a.rowPartitions = parts;
-        a.scale = 1.0f / std::sqrt(float(kD));
+        q8::AttentionParams a = attentionParams(c, qkvPtr, kQkv, out.ptr, *dt, *dl, ws, counters, numSeqs, parts);
         if (inside) a.rope = rope(qkvPtr);
         check(q8::launchAttention(a, nullptr), inside ? "int8 attention, rotation inside" : "int8 attention");
     };
     // Path A once: the rotation writing the cache, in place in qkvA.
     q8::RopeWriteParams f;
     f.rope = rope(qkvA->ptr);
-    f.keyCache = static_cast<int8_t*>(ca.k->ptr);
-    f.valueCache = static_cast<int8_t*>(ca.v->ptr);
-    f.keyScale = static_cast<float*>(ca.ks->ptr);
-    f.valueScale = static_cast<float*>(ca.vs->ptr);
-    f.numBlocks = numBlocks;
+    f.cache = ca.view();
     check(q8::launchRopeWrite(f, nullptr), "rope + int8 write");
     check(cudaDeviceSynchronize(), "rope + int8 write");
     // The reference: attentionRef over path A's cache and rotated queries.
@@ -525,11 +494,7 @@ bool checkRopeInside()
         attention(cb, qkvB->ptr, outB, parts, true);  // qkvB stays raw: every launch rotates it again
         check(cudaDeviceSynchronize(), "int8 attention");
         const auto a = download<uint16_t>(outA), b = download<uint16_t>(outB);
-        size_t bad = 0;
-        for (const auto& [x, y] : {std::pair{ca.k.get(), cb.k.get()}, {ca.v.get(), cb.v.get()}, {ca.ks.get(), cb.ks.get()}, {ca.vs.get(), cb.vs.get()}}) {
-            const auto hx = download<uint8_t>(*x), hy = download<uint8_t>(*y);
-            for (size_t i = 0; i < hx.size(); ++i) bad += hx[i] != hy[i];
-        }
+        const size_t bad = differingBytes(ca, cb);
         const double vsPath = bench::halfNmse(b, a), vsRef = bench::halfNmse(b, want);
         const bool pass = bad == 0 && vsPath <= 1e-6 && vsRef <= 1e-5;
         std::printf("| int8 attention, rotation inside, %d partitions | %zu differing cache bytes; nmse %.2e against the "
@@ -562,7 +527,7 @@ Timing makeTiming(int batch, int context, cudaStream_t stream)
         t.k16.push_back(bench::halves(cacheElems, 100 + 2 * l, 2.0f));
         t.v16.push_back(bench::halves(cacheElems, 101 + 2 * l, 2.0f));
         t.i8.push_back(allocInt8(t.numBlocks));
-        quantizeOnDevice(t.k16.back()->ptr, t.v16.back()->ptr, t.i8.back(), t.numBlocks, *identity, stream);
+        quantizeOnDevice(t.k16.back()->ptr, t.v16.back()->ptr, t.i8.back(), *identity, stream);
     }
     const int width = kGraphContext / 16;
     std::vector<int32_t> ids(size_t(batch) * t.blocksPerSeq), table(size_t(batch) * width, 0);
@@ -618,25 +583,8 @@ double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
 double int8Attention(cudaStream_t stream, const Timing& t, int rowParts)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
-        const Int8Dev& c = t.i8[size_t(l)];
-        q8::AttentionParams a;
-        a.out = static_cast<__half*>(t.out->ptr);
-        a.query = static_cast<const __half*>(t.query->ptr);
-        a.keyCache = static_cast<int8_t*>(c.k->ptr);
-        a.valueCache = static_cast<int8_t*>(c.v->ptr);
-        a.keyScale = static_cast<float*>(c.ks->ptr);
-        a.valueScale = static_cast<float*>(c.vs->ptr);
-        a.blockTable = static_cast<const int32_t*>(t.table->ptr);
-        a.contextLens = static_cast<const int32_t*>(t.lens->ptr);
-        a.workspace = static_cast<float*>(t.workspace->ptr);
-        a.counters = static_cast<int32_t*>(t.counters->ptr);
-        a.blockTableStride = kGraphContext / 16;
-        a.numSeqs = t.batch;
-        a.numQHeads = kQHeads;
-        a.numKvHeads = kKvHeads;
-        a.numBlocks = t.numBlocks;
-        a.rowPartitions = rowParts;
-        a.scale = 1.0f / std::sqrt(float(kD));
+        const q8::AttentionParams a = attentionParams(t.i8[size_t(l)], t.query->ptr, 0, t.out->ptr, *t.table, *t.lens,
+                                                      *t.workspace, *t.counters, t.batch, rowParts);
         return q8::launchAttention(a, stream) == cudaSuccess;
     });
 }
@@ -646,19 +594,8 @@ double writeMicros(cudaStream_t stream, const Timing& t, bool int8)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
         if (int8) {
-            const Int8Dev& c = t.i8[size_t(l)];
-            q8::WriteParams w;
-            w.key = static_cast<const __half*>(t.newK->ptr);
-            w.value = static_cast<const __half*>(t.newV->ptr);
-            w.keyCache = static_cast<int8_t*>(c.k->ptr);
-            w.valueCache = static_cast<int8_t*>(c.v->ptr);
-            w.keyScale = static_cast<float*>(c.ks->ptr);
-            w.valueScale = static_cast<float*>(c.vs->ptr);
-            w.slotMapping = static_cast<const int64_t*>(t.slots->ptr);
-            w.numTokens = t.batch;
-            w.numKvHeads = kKvHeads;
-            w.numBlocks = t.numBlocks;
-            return q8::launchWrite(w, stream) == cudaSuccess;
+            return q8::launchWrite(writeParams(t.i8[size_t(l)], t.newK->ptr, t.newV->ptr, t.slots->ptr, t.batch), stream) ==
+                   cudaSuccess;
         }
         gpu::KvCacheWriteParams w;
         w.dtype = gpu::DType::F16;

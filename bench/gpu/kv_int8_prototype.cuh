@@ -33,19 +33,24 @@ __host__ __device__ constexpr int64_t scaleIndex(int64_t slot, int numKvHeads, i
     return ((slot / kKvBlockSize) * numKvHeads + head) * kKvBlockSize + slot % kKvBlockSize;
 }
 
+// One layer's int8 cache: what every kernel here writes or reads.
+struct Cache {
+    int8_t* keys = nullptr;         // [numBlocks, 16, numKvHeads, headDim]
+    int8_t* values = nullptr;
+    float* keyScales = nullptr;     // [numBlocks, numKvHeads, 16]
+    float* valueScales = nullptr;
+    int numBlocks = 0;              // slots past numBlocks * 16 are never written; block ids past it are masked
+};
+
 struct WriteParams {
     const __half* key = nullptr;    // [numTokens, numKvHeads, headDim], keyTokenStride, heads contiguous
     const __half* value = nullptr;  // [numTokens, numKvHeads, headDim], valueTokenStride, heads contiguous
-    int8_t* keyCache = nullptr;     // [numBlocks, 16, numKvHeads, headDim]
-    int8_t* valueCache = nullptr;
-    float* keyScale = nullptr;      // [numBlocks, numKvHeads, 16]
-    float* valueScale = nullptr;
+    Cache cache;
     const int64_t* slotMapping = nullptr;  // [numTokens]; < 0 or past the pool: skipped
     int64_t keyTokenStride = 0;     // elements between tokens (0: numKvHeads * headDim, contiguous)
     int64_t valueTokenStride = 0;
     int numTokens = 0;
     int numKvHeads = 0;
-    int numBlocks = 0;
 };
 
 constexpr int kHeadDim = 128;                  // the decoder's; the lanes below are laid out for it
@@ -96,7 +101,7 @@ __global__ void writeKernel(WriteParams p)
     gpu::allowDependentLaunch();
     const int token = blockIdx.x;
     const int64_t slot = p.slotMapping[token];
-    if (slot < 0 || slot >= int64_t(p.numBlocks) * kKvBlockSize) return;  // CTA-uniform
+    if (slot < 0 || slot >= int64_t(p.cache.numBlocks) * kKvBlockSize) return;  // CTA-uniform
     const int head = threadIdx.x / kLanesPerToken, sub = threadIdx.x % kLanesPerToken;
     const bool live = head < p.numKvHeads;  // the spare lanes of the last warp join the shuffles only
     const int64_t within = int64_t(live ? head : 0) * kHeadDim + sub * kElemsPerLane;
@@ -112,8 +117,8 @@ __global__ void writeKernel(WriteParams p)
         float scale;
         const uint4 q = quantize16(x, scale);
         if (!live) continue;
-        *reinterpret_cast<uint4*>((which == 0 ? p.keyCache : p.valueCache) + dst) = q;
-        if (sub == 0) (which == 0 ? p.keyScale : p.valueScale)[scaleIndex(slot, p.numKvHeads, head)] = scale;
+        *reinterpret_cast<uint4*>((which == 0 ? p.cache.keys : p.cache.values) + dst) = q;
+        if (sub == 0) (which == 0 ? p.cache.keyScales : p.cache.valueScales)[scaleIndex(slot, p.numKvHeads, head)] = scale;
     }
 }
 
@@ -130,11 +135,7 @@ inline cudaError_t launchWrite(const WriteParams& p, cudaStream_t stream)
 // cache pointers are ignored; rope.slotMapping, rope.value and rope.valueTokenStride say where and what.
 struct RopeWriteParams {
     gpu::QkNormRopeParams rope;
-    int8_t* keyCache = nullptr;
-    int8_t* valueCache = nullptr;
-    float* keyScale = nullptr;
-    float* valueScale = nullptr;
-    int numBlocks = 0;
+    Cache cache;
 };
 
 constexpr int kRopeThreads = 256;
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kRopeThreads) ropeWriteKernel(RopeWriteParams 
     int64_t slot = -1;
     if (!isQuery) {
         slot = p.slotMapping[token];
-        if (slot >= int64_t(w.numBlocks) * kKvBlockSize) slot = -1;
+        if (slot >= int64_t(w.cache.numBlocks) * kKvBlockSize) slot = -1;
     }
     gpu::gridDependencyWait();
     gpu::allowDependentLaunch();
@@ -203,14 +204,14 @@ __global__ void __launch_bounds__(kRopeThreads) ropeWriteKernel(RopeWriteParams 
     for (int i = 0; i < kPairs; ++i) {
         const int j = lane + 32 * i;
         if (j >= kHalf) continue;
-        w.keyCache[row + j] = quantValue(__half2float(lo[i]), inv);
-        w.keyCache[row + kHalf + j] = quantValue(__half2float(hi[i]), inv);
+        w.cache.keys[row + j] = quantValue(__half2float(lo[i]), inv);
+        w.cache.keys[row + kHalf + j] = quantValue(__half2float(hi[i]), inv);
     }
 #pragma unroll
-    for (int k = 0; k < D / 32; ++k) w.valueCache[row + lane + 32 * k] = quantValue(vx[k], vinv);
+    for (int k = 0; k < D / 32; ++k) w.cache.values[row + lane + 32 * k] = quantValue(vx[k], vinv);
     if (lane == 0) {
-        w.keyScale[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(amax);
-        w.valueScale[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(vmax);
+        w.cache.keyScales[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(amax);
+        w.cache.valueScales[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(vmax);
     }
 }
 
@@ -218,7 +219,7 @@ inline cudaError_t launchRopeWrite(const RopeWriteParams& w, cudaStream_t stream
 {
     const gpu::QkNormRopeParams& p = w.rope;
     if (p.dtype != gpu::DType::F16 || p.headDim != kHeadDim || !gpu::ropeTableValid(p, p.headDim) || !p.slotMapping ||
-        !p.value || !w.keyCache || !w.valueCache || !w.keyScale || !w.valueScale)
+        !p.value || !w.cache.keys || !w.cache.values || !w.cache.keyScales || !w.cache.valueScales)
         return cudaErrorInvalidValue;
     const int64_t items = int64_t(p.numTokens) * (p.numQHeads + p.numKvHeads);
     if (items == 0) return cudaSuccess;
@@ -229,10 +230,7 @@ inline cudaError_t launchRopeWrite(const RopeWriteParams& w, cudaStream_t stream
 struct AttentionParams {
     __half* out = nullptr;            // [numSeqs, numQHeads, headDim], outSeqStride, heads contiguous
     const __half* query = nullptr;    // [numSeqs, numQHeads, headDim], querySeqStride, heads contiguous
-    int8_t* keyCache = nullptr;       // read; under rope also written (the newest tokens' slots)
-    int8_t* valueCache = nullptr;
-    float* keyScale = nullptr;
-    float* valueScale = nullptr;
+    Cache cache;                      // read; under rope also written (the newest tokens' slots)
     const int32_t* blockTable = nullptr;   // [numSeqs, blockTableStride]
     const int32_t* contextLens = nullptr;  // [numSeqs]
     float* workspace = nullptr;       // [numSeqs, numQHeads, rowPartitions] x (headDim + 2) floats when rowPartitions > 1
@@ -243,7 +241,6 @@ struct AttentionParams {
     int numSeqs = 0;
     int numQHeads = 0;
     int numKvHeads = 0;
-    int numBlocks = 0;                // ids outside [0, numBlocks): masked
     int rowPartitions = 1;            // each sequence's blocks in min(rowPartitions, its blocks) equal shares
     float scale = 1.0f;               // softmax scale
     // rope.key set: the rotation inside attention, as gpu/kernels/paged_decode_attention.cuh's
@@ -281,8 +278,8 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     const int end = min(numKeys, endPage * kKvBlockSize);
     const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
     const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
-    const int8_t* kHead = a.keyCache + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
-    const int8_t* vHead = a.valueCache + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
+    const int8_t* kHead = a.cache.keys + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
+    const int8_t* vHead = a.cache.values + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
 
     uint4 kRaw[kSteps], vRaw[kSteps];
     float kSc[kSteps], vSc[kSteps];
@@ -295,13 +292,13 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
             if (onlyNewest && t != (numKeys - 1) % kKvBlockSize) continue;
             kRaw[s] = gpu::loadNc16(kHead + base + t * tokenStride);
             vRaw[s] = gpu::loadNc16(vHead + base + t * tokenStride);
-            kSc[s] = __ldg(a.keyScale + sBase + t);
-            vSc[s] = __ldg(a.valueScale + sBase + t);
+            kSc[s] = __ldg(a.cache.keyScales + sBase + t);
+            vSc[s] = __ldg(a.cache.valueScales + sBase + t);
         }
     };
     const int firstPg = firstPage + warp;
     const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
-    const bool firstValid = firstBlock >= 0 && firstBlock < a.numBlocks;
+    const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
     if (firstValid) load(firstBlock, false);
     const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
     const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
@@ -394,13 +391,13 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         for (int g = 0; g < G; ++g)
 #pragma unroll
             for (int e = 0; e < kElemsPerLane; ++e) q[g][e] = qRot[g * kHeadDim + sub * kElemsPerLane + e];
-        if (holdsNewest && warp == 0 && lane < kLanesPerToken && newSlot >= 0 && newSlot < int64_t(a.numBlocks) * kKvBlockSize) {
+        if (holdsNewest && warp == 0 && lane < kLanesPerToken && newSlot >= 0 && newSlot < int64_t(a.cache.numBlocks) * kKvBlockSize) {
             const int64_t cell = (newSlot * a.numKvHeads + kvHead) * kHeadDim + sub * kElemsPerLane;
-            *reinterpret_cast<uint4*>(a.keyCache + cell) = newKv[sub];
-            *reinterpret_cast<uint4*>(a.valueCache + cell) = newKv[kLanesPerToken + sub];
+            *reinterpret_cast<uint4*>(a.cache.keys + cell) = newKv[sub];
+            *reinterpret_cast<uint4*>(a.cache.values + cell) = newKv[kLanesPerToken + sub];
             if (lane == 0) {
-                a.keyScale[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[0];
-                a.valueScale[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[1];
+                a.cache.keyScales[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[0];
+                a.cache.valueScales[scaleIndex(newSlot, a.numKvHeads, kvHead)] = newScale[1];
             }
         }
     } else {
@@ -498,7 +495,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     if (firstValid) consume(firstPg);
     for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
         const int32_t block = table[pg];
-        if (block < 0 || block >= a.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
+        if (block < 0 || block >= a.cache.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
         load(block, false);
         if constexpr (kRope) substituteNewest(pg);
         consume(pg);
