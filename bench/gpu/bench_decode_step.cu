@@ -106,7 +106,7 @@ struct Variant {
     // this many times the graphs' row partitions: the QK-norm/RoPE kernel writing the int8 cache, then the int8
     // attention; with rotationInside, the int8 attention rotating and writing the new tokens itself.
     int int8Kv = 0;
-    int int8Ring = 1;  // the int8 attention's AttentionParams::depth: 1 loads to registers, 2 or 3 a cp.async ring
+    bool int8Dp2a = false;  // the int8 attention's integer logits (AttentionParams::dp2aLogits)
 };
 
 // A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup.
@@ -358,7 +358,7 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     a.numKvHeads = kKvHeads;
     a.rowPartitions = std::min(std::max(rowPartitions, 1) * v.int8Kv, gpu::kDecodeMaxRowPartitions);
     a.scale = 1.0f / std::sqrt(float(kHeadDim));
-    a.depth = v.int8Ring;
+    a.dp2aLogits = v.int8Dp2a;
     if (v.rotationInside) a.rope = ropeParams(m, w);  // its float16 cache pointers are not used
     return bench::int8kv::launchAttention(a, stream);
 }
@@ -485,17 +485,15 @@ std::vector<Variant> variants(int rows)
                     x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
                 });
         }
-    if (rows > 2)  // its attention fed by a cp.async ring of 2 or 3 blocks a warp
-        for (int depth : {2, 3}) {
-            const std::string ring = "int8 KV cache (prototype) x1, ring of " + std::to_string(depth);
-            add(ring, [&](Variant& x) { x.int8Kv = 1, x.int8Ring = depth; });
-            if (rows >= 8 && rows <= 48)
-                add(ring + ", o, down, LM head on warp groups", [&](Variant& x) {
-                    x.int8Kv = 1;
-                    x.int8Ring = depth;
-                    x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
-                });
-        }
+    if (rows > 2) {  // its integer logits
+        add("int8 KV cache (prototype) x1, integer logits", [](Variant& x) { x.int8Kv = 1, x.int8Dp2a = true; });
+        if (rows >= 8 && rows <= 48)
+            add("int8 KV cache (prototype) x1, integer logits, o, down, LM head on warp groups", [](Variant& x) {
+                x.int8Kv = 1;
+                x.int8Dp2a = true;
+                x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
+            });
+    }
     add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });
     add("without QK-norm/RoPE (K/V write)", [](Variant& x) { x.rope = false; });
     add("without attention", [](Variant& x) { x.attention = false; });

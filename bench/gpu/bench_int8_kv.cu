@@ -9,13 +9,13 @@
 //     37 tokens on shuffled slots with skipped ones (negative, past the pool), and untouched slots left alone;
 //   - the rotation that writes the int8 cache against the float16 rotation followed by the int8 write;
 //   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
-//     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions), loading to registers and through the cp.async
-//     rings of 2 and 3 blocks a warp;
+//     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions), with float and with integer (__dp2a) logits;
 //   - the rotation inside the int8 attention against the rotation that writes the cache, then the attention;
 //   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
 // Then the decode attention of HunyuanOCR's 16 query / 8 KV heads of 128 at 16 to 64 sequences of one context,
 // 24 launches in a graph, each on its own layer's cache, as bench_decode_attention times them: float16's
-// one-pass kernel at the graphs' row partitions against the int8 kernel at a few partition counts and ring depths, and the
+// one-pass kernel at the graphs' row partitions against the int8 kernel at a few partition counts (float and
+// integer logits), and the
 // K/V write of a step's new tokens in both formats.
 //   bench_int8_kv [--context N] [--batches 16,32,48,64]
 #include <cuda_fp16.h>
@@ -421,10 +421,10 @@ bool checkAttention()
         h.scale = scale;
         gpu::ref::pagedDecodeAttentionRef(h);
     }
-    for (int depth : {1, 2, 3})
+    for (bool dp2a : {false, true})
         for (int parts : {1, 2, 3, 5}) {
             q8::AttentionParams a = attentionParams(c, dq->ptr, 0, out.ptr, *dt, *dl, ws, counters, numSeqs, parts);
-            a.depth = depth;
+            a.dp2aLogits = dp2a;
             check(cudaMemset(out.ptr, 0xff, out.bytes), "memset");
             for (int rep = 0; rep < 2; ++rep) check(q8::launchAttention(a, nullptr), "int8 attention");  // tickets reset
             check(cudaDeviceSynchronize(), "int8 attention");
@@ -435,8 +435,8 @@ bool checkAttention()
             const bool pass = nmse <= 1e-5 && countersZero;
             std::printf("| int8 attention, %d partitions%s | nmse %.2e against the int8 reference; %.2e against float16 "
                         "attention on the unquantized rows%s | %s |\n",
-                        parts, depth > 1 ? (depth == 2 ? ", ring of 2" : ", ring of 3") : "", nmse, drift,
-                        countersZero ? "" : "; tickets not reset", pass ? "ok" : "MISMATCH");
+                        parts, dp2a ? ", integer logits" : "", nmse, drift, countersZero ? "" : "; tickets not reset",
+                        pass ? "ok" : "MISMATCH");
             ok = ok && pass;
         }
     return ok;
@@ -584,12 +584,12 @@ double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
     });
 }
 
-double int8Attention(cudaStream_t stream, const Timing& t, int rowParts, int depth)
+double int8Attention(cudaStream_t stream, const Timing& t, int rowParts, bool dp2a)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
         q8::AttentionParams a = attentionParams(t.i8[size_t(l)], t.query->ptr, 0, t.out->ptr, *t.table, *t.lens,
                                                 *t.workspace, *t.counters, t.batch, rowParts);
-        a.depth = depth;
+        a.dp2aLogits = dp2a;
         return q8::launchAttention(a, stream) == cudaSuccess;
     });
 }
@@ -651,21 +651,24 @@ int main(int argc, char** argv)
         const double bytes16 = 2.0 * b * context * kTokenElems * 2, bytes8 = 2.0 * b * context * (kTokenElems + 4 * kKvHeads);
         double best = INFINITY;
         size_t bestRow = 0;
-        struct Row { int parts, depth; double us; };
+        struct Row {
+            int parts;
+            bool dp2a;
+            double us;
+        };
         std::vector<Row> rows;
-        for (int depth : {1, 2, 3})
+        for (bool dp2a : {false, true})
             for (int parts : {rp, 2 * rp, 3 * rp, 4 * rp}) {
-                if (parts > gpu::kDecodeMaxRowPartitions || (depth > 1 && parts > 2 * rp)) continue;
-                rows.push_back({parts, depth, int8Attention(stream, t, parts, depth)});
+                if (parts > gpu::kDecodeMaxRowPartitions || (dp2a && parts > 2 * rp)) continue;
+                rows.push_back({parts, dp2a, int8Attention(stream, t, parts, dp2a)});
                 if (rows.back().us < best) best = rows.back().us, bestRow = rows.size() - 1;
             }
         const double w16 = writeMicros(stream, t, false), w8 = writeMicros(stream, t, true);
-        for (size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
+        for (size_t i = 0; i < rows.size(); ++i)
             std::printf("| %d | %d | %.2f | %.0f %% | %d%s%s | %.2f | %.0f %% | %.3f | %.2f / %.2f |\n", b, rp, us16,
-                        100.0 * bytes16 / bw * 1e6 / us16, r.parts, r.depth == 1 ? "" : r.depth == 2 ? ", ring of 2" : ", ring of 3",
-                        i == bestRow ? " (best)" : "", r.us, 100.0 * bytes8 / bw * 1e6 / r.us, r.us / us16, w16, w8);
-        }
+                        100.0 * bytes16 / bw * 1e6 / us16, rows[i].parts, rows[i].dp2a ? ", integer logits" : "",
+                        i == bestRow ? " (best)" : "", rows[i].us, 100.0 * bytes8 / bw * 1e6 / rows[i].us,
+                        rows[i].us / us16, w16, w8);
     }
     std::printf("\n%s\n", ok ? "all checks passed" : "CHECK FAILED");
     return ok ? 0 : 1;

@@ -243,10 +243,11 @@ struct AttentionParams {
     int numKvHeads = 0;
     int rowPartitions = 1;            // each sequence's blocks in min(rowPartitions, its blocks) equal shares
     float scale = 1.0f;               // softmax scale
-    // 1: each warp loads a block into registers, then consumes it (attentionKernel). 2 or 3: a ring of that many
-    // blocks per warp in shared memory filled by cp.async, depth - 1 blocks in flight while one is consumed
-    // (ringAttentionKernel; no rope).
-    int depth = 1;
+    // The logits as integer dot products (no rope): the query rounded to int16 with a scale per row, two elements of
+    // K a __dp2a instruction, where the float path spends two instructions widening each element and one FMA per
+    // element and query head. Why: the float kernel reads at 58-82 % of the copy bandwidth (H100, call 219) and
+    // keeping more bytes in flight did not help (call 220): it issues about twice float16's instructions a byte.
+    bool dp2aLogits = false;
     // rope.key set: the rotation inside attention, as gpu/kernels/paged_decode_attention.cuh's
     // PagedDecodeAttentionParams::rope: query is raw (and left so), rope.key / rope.value the new tokens' raw K
     // and V; the CTA whose partition ends at the newest token rotates its key, rounds K and V into this cache at
@@ -263,186 +264,15 @@ inline int64_t workspaceFloats(int numSeqs, int numQHeads, int rowPartitions)
     return rowPartitions <= 1 ? 0 : int64_t(numSeqs) * numQHeads * rowPartitions * (kHeadDim + 2);
 }
 
-// One warp's online softmax over its blocks: running max m, sum l and weighted V sums acc of the G query heads,
-// a lane holding 16 dims (sub) of one of the 4 tokens (tokInStep) of each load.
-template <int G>
-struct Online {
-    float m[G], l[G], acc[G][kElemsPerLane];
-
-    __device__ __forceinline__ Online()
-    {
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            m[g] = -INFINITY;
-            l[g] = 0.0f;
-#pragma unroll
-            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = 0.0f;
-        }
-    }
-
-    // One block (page) of K/V rows and their scales, keys at or past `end` masked.
-    __device__ __forceinline__ void consume(const float (&q)[G][kElemsPerLane], const uint4 (&kRaw)[kSteps],
-                                            const uint4 (&vRaw)[kSteps], const float (&kSc)[kSteps],
-                                            const float (&vSc)[kSteps], int page, int end, int tokInStep)
-    {
-        float logit[kSteps][G], blockMax[G];
-#pragma unroll
-        for (int g = 0; g < G; ++g) blockMax[g] = -INFINITY;
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-            float k[kElemsPerLane];
-            int8ToFloat4(kRaw[s].x, k);
-            int8ToFloat4(kRaw[s].y, k + 4);
-            int8ToFloat4(kRaw[s].z, k + 8);
-            int8ToFloat4(kRaw[s].w, k + 12);
-            const bool in = page * kKvBlockSize + s * kTokensPerStep + tokInStep < end;
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                float dot = 0.0f;
-#pragma unroll
-                for (int e = 0; e < kElemsPerLane; ++e) dot = fmaf(q[g][e], k[e], dot);
-#pragma unroll
-                for (int o = 1; o < kLanesPerToken; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-                logit[s][g] = in ? dot * kSc[s] : -INFINITY;
-                blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-#pragma unroll
-            for (int o = kLanesPerToken; o < 32; o <<= 1)
-                blockMax[g] = fmaxf(blockMax[g], __shfl_xor_sync(0xffffffffu, blockMax[g], o));
-            const float mNew = fmaxf(m[g], blockMax[g]);
-            const float ref = mNew == -INFINITY ? 0.0f : mNew;
-            const float alpha = __expf(m[g] - ref);
-            l[g] *= alpha;
-#pragma unroll
-            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] *= alpha;
-            m[g] = mNew;
-#pragma unroll
-            for (int s = 0; s < kSteps; ++s) logit[s][g] = __expf(logit[s][g] - ref);
-        }
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-            if (page * kKvBlockSize + s * kTokensPerStep + tokInStep >= end) continue;  // V may be NaN there
-            float v[kElemsPerLane];
-            int8ToFloat4(vRaw[s].x, v);
-            int8ToFloat4(vRaw[s].y, v + 4);
-            int8ToFloat4(vRaw[s].z, v + 8);
-            int8ToFloat4(vRaw[s].w, v + 12);
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                l[g] += logit[s][g];
-                const float w = logit[s][g] * vSc[s];
-#pragma unroll
-                for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = fmaf(w, v[e], acc[g][e]);
-            }
-        }
-    }
-};
-
-// The CTA's end: the warps' states merged through shared memory, then the output, or with several partitions this
-// one's partial result into the workspace and, for the last CTA of the (sequence, KV head) by ticket, the merge.
-template <int G>
-__device__ __forceinline__ void finishAttention(const AttentionParams& a, Online<G>& st, int seq, int kvHead, int part, int parts)
-{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % kLanesPerToken;
-    const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
-#pragma unroll
-    for (int o = kLanesPerToken; o < 32; o <<= 1)
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            st.l[g] += __shfl_xor_sync(0xffffffffu, st.l[g], o);
-#pragma unroll
-            for (int e = 0; e < kElemsPerLane; ++e) st.acc[g][e] += __shfl_xor_sync(0xffffffffu, st.acc[g][e], o);
-        }
-
-    __shared__ float partial[kWarps][G][kHeadDim];
-    __shared__ float redMax[kWarps][G], redSum[kWarps][G];
-    __shared__ bool lastCta;
-    if (lane == 0)
-#pragma unroll
-        for (int g = 0; g < G; ++g) redMax[warp][g] = st.m[g];
-    __syncthreads();
-    float ctaMax[G], ctaSum[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        ctaMax[g] = -INFINITY;
-        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]);
-        const float ref = ctaMax[g] == -INFINITY ? 0.0f : ctaMax[g];
-        const float f = __expf(st.m[g] - ref);  // 0 for a warp that saw no key
-        if (lane < kLanesPerToken)
-#pragma unroll
-            for (int e = 0; e < kElemsPerLane; ++e) partial[warp][g][sub * kElemsPerLane + e] = st.acc[g][e] * f;
-        if (lane == 0) redSum[warp][g] = st.l[g] * f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        ctaSum[g] = 0.0f;
-        for (int w = 0; w < kWarps; ++w) ctaSum[g] += redSum[w][g];
-    }
-    __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
-    if (parts == 1) {
-        for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-            const int g = i / kHeadDim, d = i % kHeadDim;
-            float v = 0.0f;
-            for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
-            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
-        }
-        return;
-    }
-    // Split: this partition's output (at its own max), max and sum into the workspace, then the ticket.
-    const int64_t rows = int64_t(a.numSeqs) * a.numQHeads * a.rowPartitions;
-    float* wsOut = a.workspace;                 // [seq, qHead, part, D]
-    float* wsMax = a.workspace + rows * kHeadDim;
-    float* wsSum = wsMax + rows;
-    const int64_t first = (int64_t(seq) * a.numQHeads + kvHead * G) * a.rowPartitions;  // + g * rowPartitions + part
-    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-        const int g = i / kHeadDim, d = i % kHeadDim;
-        float v = 0.0f;
-        for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
-        wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
-    }
-    if (threadIdx.x < G) {
-        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
-        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int32_t* ticket = a.counters + int64_t(seq) * a.numKvHeads + kvHead;
-        lastCta = atomicAdd(ticket, 1) == parts - 1;
-        if (lastCta) *ticket = 0;  // every CTA of this (sequence, head) has taken its ticket
-    }
-    __syncthreads();
-    if (!lastCta) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-        const int g = i / kHeadDim, d = i % kHeadDim;
-        const int64_t g0 = first + int64_t(g) * a.rowPartitions;
-        float mx = -INFINITY;
-        for (int p = 0; p < parts; ++p) mx = fmaxf(mx, __ldcg(wsMax + g0 + p));
-        const float ref = mx == -INFINITY ? 0.0f : mx;
-        float total = 0.0f, v = 0.0f;
-        for (int p = 0; p < parts; ++p) {
-            const float w = __expf(__ldcg(wsMax + g0 + p) - ref);
-            total += __ldcg(wsSum + g0 + p) * w;
-            v += __ldcg(wsOut + (g0 + p) * kHeadDim + d) * w;
-        }
-        out[i] = __float2half_rn(total > 0.0f ? v / total : 0.0f);
-    }
-}
-
-
 // One pass with online softmax, as gpu/kernels/paged_attention_simt.cuh's attendOnline: a CTA is (sequence,
 // KV head, partition), its 4 warps take the partition's blocks round robin, a lane holds 16 dims of one of the
 // 4 tokens of a load. The warp's first block is loaded before the PDL wait (the previous kernel may write only
 // the sequence's newest token, which is loaded again after it). Partitions merge through a ticket: the last
 // CTA of a (sequence, KV head) combines the others' partial results from the workspace.
-template <int G, bool kRope>
+template <int G, bool kRope, bool kDp2a = false>
 __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a)
 {
+    static_assert(!(kRope && kDp2a), "the integer logits take the plain query");
     const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
@@ -477,6 +307,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
     if (firstValid) load(firstBlock, false);
     const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
+    const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
     // kRope: [cos | sin | query-norm weight | key-norm weight] per dim at this row's positions, staged before the
     // wait (step inputs and weights); the rotated queries (scaled) and the new token's int8 K and V after it.
     [[maybe_unused]] __shared__ float ropeTab[kRope ? 4 * kHeadDim : 1];
@@ -585,6 +416,27 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
             for (int e = 0; e < 8; ++e) q[g][e] = lo.v[e] * a.scale, q[g][8 + e] = hi.v[e] * a.scale;
         }
     }
+    // kDp2a: each query row as int16 pairs, q ~ qScale * qi with qi = rint(q * 32767 / amax) over the row's 128 dims
+    // (its 8 lanes); |qi . k| <= 128 * 32767 * 127 < 2^31, so the integer sums are exact.
+    [[maybe_unused]] int32_t qi[G][kElemsPerLane / 2];
+    [[maybe_unused]] float qScale[G];
+    if constexpr (kDp2a) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            float amax = 0.0f;
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) amax = fmaxf(amax, fabsf(q[g][e]));
+#pragma unroll
+            for (int o = 1; o < kLanesPerToken; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
+            qScale[g] = amax / 32767.0f;
+#pragma unroll
+            for (int j = 0; j < kElemsPerLane / 2; ++j) {
+                const int lo = __float2int_rn(q[g][2 * j] * inv), hi = __float2int_rn(q[g][2 * j + 1] * inv);
+                qi[g][j] = int32_t((uint32_t(lo) & 0xffffu) | (uint32_t(hi) << 16));
+            }
+        }
+    }
     // kRope: the newest token's K and V (and scales) in place of what a block's loads read from its slot, which
     // this launch writes but never reads back.
     [[maybe_unused]] const int newestPage = (numKeys - 1) / kKvBlockSize;
@@ -604,8 +456,86 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     if constexpr (kRope)
         if (firstValid) substituteNewest(firstPg);
 
-    Online<G> o;
-    auto consume = [&](int page) { o.consume(q, kRaw, vRaw, kSc, vSc, page, end, tokInStep); };
+    float m[G], l[G], acc[G][kElemsPerLane];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = 0.0f;
+    }
+    auto consume = [&](int page) {
+        float logit[kSteps][G], blockMax[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) blockMax[g] = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            const bool in = page * kKvBlockSize + s * kTokensPerStep + tokInStep < end;
+            if constexpr (kDp2a) {
+                const int32_t w[4] = {int32_t(kRaw[s].x), int32_t(kRaw[s].y), int32_t(kRaw[s].z), int32_t(kRaw[s].w)};
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    int dot = 0;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {  // elements 4i, 4i+1 (bytes 0, 1) and 4i+2, 4i+3 (bytes 2, 3)
+                        dot = __dp2a_lo(qi[g][2 * i], w[i], dot);
+                        dot = __dp2a_hi(qi[g][2 * i + 1], w[i], dot);
+                    }
+#pragma unroll
+                    for (int o = 1; o < kLanesPerToken; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                    logit[s][g] = in ? float(dot) * (qScale[g] * kSc[s]) : -INFINITY;
+                    blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
+                }
+                continue;
+            }
+            float k[kElemsPerLane];
+            int8ToFloat4(kRaw[s].x, k);
+            int8ToFloat4(kRaw[s].y, k + 4);
+            int8ToFloat4(kRaw[s].z, k + 8);
+            int8ToFloat4(kRaw[s].w, k + 12);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int e = 0; e < kElemsPerLane; ++e) dot = fmaf(q[g][e], k[e], dot);
+#pragma unroll
+                for (int o = 1; o < kLanesPerToken; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                logit[s][g] = in ? dot * kSc[s] : -INFINITY;
+                blockMax[g] = fmaxf(blockMax[g], logit[s][g]);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int o = kLanesPerToken; o < 32; o <<= 1)
+                blockMax[g] = fmaxf(blockMax[g], __shfl_xor_sync(0xffffffffu, blockMax[g], o));
+            const float mNew = fmaxf(m[g], blockMax[g]);
+            const float ref = mNew == -INFINITY ? 0.0f : mNew;
+            const float alpha = __expf(m[g] - ref);
+            l[g] *= alpha;
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] *= alpha;
+            m[g] = mNew;
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) logit[s][g] = __expf(logit[s][g] - ref);
+        }
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            if (page * kKvBlockSize + s * kTokensPerStep + tokInStep >= end) continue;  // V may be NaN there
+            float v[kElemsPerLane];
+            int8ToFloat4(vRaw[s].x, v);
+            int8ToFloat4(vRaw[s].y, v + 4);
+            int8ToFloat4(vRaw[s].z, v + 8);
+            int8ToFloat4(vRaw[s].w, v + 12);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                l[g] += logit[s][g];
+                const float w = logit[s][g] * vSc[s];
+#pragma unroll
+                for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] = fmaf(w, v[e], acc[g][e]);
+            }
+        }
+    };
     if (firstValid) consume(firstPg);
     for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
         const int32_t block = table[pg];
@@ -614,130 +544,90 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         if constexpr (kRope) substituteNewest(pg);
         consume(pg);
     }
-    finishAttention<G>(a, o, seq, kvHead, part, parts);
-}
-
-// The ring variant: the same arithmetic (Online::consume, finishAttention), with each warp's next depth - 1 blocks
-// in flight while it consumes one. Why: an int8 block is half a float16 block's bytes, so a warp that loads one
-// block and then computes on it keeps half as many bytes in flight as the float16 kernel does; at 16 warps an SM
-// that leaves the int8 kernel at 58-82 % of the copy bandwidth where float16's one-pass kernel reaches 80-99 %
-// (H100, call 219). Here the copies of block k + depth - 1 are issued before block k is consumed. Each lane copies
-// exactly the K/V bytes it later reads (no cross-lane hand-off); lanes 0-7 copy the block's 16 K and 16 V scales
-// (8 chunks of 16 bytes), which every lane reads after a __syncwarp.
-struct RingSlot {
-    uint4 k[kKvBlockSize * kHeadDim / 16];   // a block's K rows of this head, token-major: 2 KB
-    uint4 v[kKvBlockSize * kHeadDim / 16];
-    float kScale[kKvBlockSize], vScale[kKvBlockSize];
-};
-
-template <int kDepth>
-constexpr size_t ringBytes() { return sizeof(RingSlot) * kDepth * kWarps; }
-
-template <int G, int kDepth>
-__global__ void __launch_bounds__(kThreads, 4) ringAttentionKernel(AttentionParams a)
-{
-    static_assert(kDepth >= 2, "a ring of at least two blocks");
-    extern __shared__ __align__(16) unsigned char ringMem[];
-    RingSlot* ring = reinterpret_cast<RingSlot*>(ringMem) + (threadIdx.x >> 5) * kDepth;
-    const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
-    const int numKeys = a.contextLens[seq];
-    const int n = (numKeys + kKvBlockSize - 1) / kKvBlockSize;
-    const int parts = min(a.rowPartitions, max(n, 1));
-    if (part >= parts) return;  // CTA-uniform
-    const int firstPage = part * n / parts, endPage = (part + 1) * n / parts;
-    const int end = min(numKeys, endPage * kKvBlockSize);
-    const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
-    const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
-    const int8_t* kHead = a.cache.keys + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
-    const int8_t* vHead = a.cache.values + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
-    const int firstPg = firstPage + warp;
-    const int count = firstPg < endPage ? (endPage - 1 - firstPg) / kWarps + 1 : 0;  // this warp's blocks
-    const int newestPage = (numKeys - 1) / kKvBlockSize;
-    auto blockOf = [&](int k) {
-        const int32_t b = table[firstPg + k * kWarps];
-        return b >= 0 && b < a.cache.numBlocks ? b : -1;
-    };
-    // Block k of this warp into slot k % kDepth; one commit group per k, empty past the end or for a masked block,
-    // so that wait_group counts blocks.
-    auto issue = [&](int k) {
-        if (k < count) {
-            const int32_t block = blockOf(k);
-            if (block >= 0) {
-                RingSlot& r = ring[k % kDepth];
-                const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
 #pragma unroll
-                for (int s = 0; s < kSteps; ++s) {
-                    const int t = s * kTokensPerStep + tokInStep;
-                    gpu::cpAsync16(&r.k[t * kLanesPerToken + sub], kHead + base + t * tokenStride, true);
-                    gpu::cpAsync16(&r.v[t * kLanesPerToken + sub], vHead + base + t * tokenStride, true);
-                }
-                if (lane < 8) {  // K's 16 scales then V's, 4 lanes of 16 bytes each
-                    const float* src = (lane < 4 ? a.cache.keyScales : a.cache.valueScales) +
-                                       (int64_t(block) * a.numKvHeads + kvHead) * kKvBlockSize + (lane % 4) * 4;
-                    gpu::cpAsync16((lane < 4 ? r.kScale : r.vScale) + (lane % 4) * 4, src, true);
-                }
-            }
-        }
-        gpu::cpAsyncCommit();
-    };
-    // Before the PDL wait: the first depth - 1 blocks (the previous kernel may write only the sequence's newest
-    // token, which is read again from global memory after the wait).
-#pragma unroll
-    for (int k = 0; k < kDepth - 1; ++k) issue(k);
-    const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
-    gpu::gridDependencyWait();
-    gpu::allowDependentLaunch();
-    float q[G][kElemsPerLane];
-    {
-        const __half* qRow = a.query + seq * qStride + int64_t(kvHead) * G * kHeadDim + sub * kElemsPerLane;
+    for (int o = kLanesPerToken; o < 32; o <<= 1)
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-            const gpu::Vec16<__half> lo = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim));
-            const gpu::Vec16<__half> hi = gpu::unpack16<__half>(gpu::loadNc16(qRow + g * kHeadDim + 8));
+            l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) q[g][e] = lo.v[e] * a.scale, q[g][8 + e] = hi.v[e] * a.scale;
+            for (int e = 0; e < kElemsPerLane; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
         }
+
+    __shared__ float partial[kWarps][G][kHeadDim];
+    __shared__ float redMax[kWarps][G], redSum[kWarps][G];
+    __shared__ bool lastCta;
+    if (lane == 0)
+#pragma unroll
+        for (int g = 0; g < G; ++g) redMax[warp][g] = m[g];
+    __syncthreads();
+    float ctaMax[G], ctaSum[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        ctaMax[g] = -INFINITY;
+        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]);
+        const float ref = ctaMax[g] == -INFINITY ? 0.0f : ctaMax[g];
+        const float f = __expf(m[g] - ref);  // 0 for a warp that saw no key
+        if (lane < kLanesPerToken)
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e) partial[warp][g][sub * kElemsPerLane + e] = acc[g][e] * f;
+        if (lane == 0) redSum[warp][g] = l[g] * f;
     }
-    Online<G> o;
-    for (int k = 0; k < count; ++k) {
-        issue(k + kDepth - 1);
-        gpu::cpAsyncWait<kDepth - 1>();  // this lane's copies of block k have landed
-        __syncwarp();                     // and the other lanes' scale chunks
-        const int32_t block = blockOf(k);
-        const int page = firstPg + k * kWarps;
-        if (block >= 0) {  // warp-uniform: masked keys weigh nothing
-            const RingSlot& r = ring[k % kDepth];
-            uint4 kRaw[kSteps], vRaw[kSteps];
-            float kSc[kSteps], vSc[kSteps];
+    __syncthreads();
 #pragma unroll
-            for (int s = 0; s < kSteps; ++s) {
-                const int t = s * kTokensPerStep + tokInStep;
-                kRaw[s] = r.k[t * kLanesPerToken + sub];
-                vRaw[s] = r.v[t * kLanesPerToken + sub];
-                kSc[s] = r.kScale[t];
-                vSc[s] = r.vScale[t];
-            }
-            if (page == newestPage) {  // the newest token, as the previous kernel left it
-                const int t = (numKeys - 1) % kKvBlockSize;
-                const int64_t base = int64_t(block) * kKvBlockSize * tokenStride;
-                const int64_t sBase = (int64_t(block) * a.numKvHeads + kvHead) * kKvBlockSize;
-#pragma unroll
-                for (int s = 0; s < kSteps; ++s)
-                    if (s * kTokensPerStep + tokInStep == t) {
-                        kRaw[s] = gpu::loadNc16(kHead + base + t * tokenStride);
-                        vRaw[s] = gpu::loadNc16(vHead + base + t * tokenStride);
-                        kSc[s] = __ldg(a.cache.keyScales + sBase + t);
-                        vSc[s] = __ldg(a.cache.valueScales + sBase + t);
-                    }
-            }
-            o.consume(q, kRaw, vRaw, kSc, vSc, page, end, tokInStep);
+    for (int g = 0; g < G; ++g) {
+        ctaSum[g] = 0.0f;
+        for (int w = 0; w < kWarps; ++w) ctaSum[g] += redSum[w][g];
+    }
+    __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
+    if (parts == 1) {
+        for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+            const int g = i / kHeadDim, d = i % kHeadDim;
+            float v = 0.0f;
+            for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
         }
-        __syncwarp();  // every lane has read slot k % kDepth before the next issue refills it
+        return;
     }
-    gpu::cpAsyncWait<0>();  // nothing left in flight into shared memory when the CTA ends
-    finishAttention<G>(a, o, seq, kvHead, part, parts);
+    // Split: this partition's output (at its own max), max and sum into the workspace, then the ticket.
+    const int64_t rows = int64_t(a.numSeqs) * a.numQHeads * a.rowPartitions;
+    float* wsOut = a.workspace;                 // [seq, qHead, part, D]
+    float* wsMax = a.workspace + rows * kHeadDim;
+    float* wsSum = wsMax + rows;
+    const int64_t first = (int64_t(seq) * a.numQHeads + kvHead * G) * a.rowPartitions;  // + g * rowPartitions + part
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        float v = 0.0f;
+        for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+        wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
+    }
+    if (threadIdx.x < G) {
+        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
+        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t* ticket = a.counters + int64_t(seq) * a.numKvHeads + kvHead;
+        lastCta = atomicAdd(ticket, 1) == parts - 1;
+        if (lastCta) *ticket = 0;  // every CTA of this (sequence, head) has taken its ticket
+    }
+    __syncthreads();
+    if (!lastCta) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        const int64_t g0 = first + int64_t(g) * a.rowPartitions;
+        float mx = -INFINITY;
+        for (int p = 0; p < parts; ++p) mx = fmaxf(mx, __ldcg(wsMax + g0 + p));
+        const float ref = mx == -INFINITY ? 0.0f : mx;
+        float total = 0.0f, v = 0.0f;
+        for (int p = 0; p < parts; ++p) {
+            const float w = __expf(__ldcg(wsMax + g0 + p) - ref);
+            total += __ldcg(wsSum + g0 + p) * w;
+            v += __ldcg(wsOut + (g0 + p) * kHeadDim + d) * w;
+        }
+        out[i] = __float2half_rn(total > 0.0f ? v / total : 0.0f);
+    }
 }
 
 inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream)
@@ -747,19 +637,10 @@ inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream
     const dim3 grid(a.numSeqs, a.numKvHeads, a.rowPartitions);
     const bool rope = a.rope.key != nullptr;
     if (rope && (a.rope.dtype != gpu::DType::F16 || !gpu::ropeTableValid(a.rope, kHeadDim) || !a.rope.slotMapping ||
-                 !a.rope.value))
+                 !a.rope.value || a.dp2aLogits))
         return cudaErrorInvalidValue;
-    if (a.depth != 1 && (rope || a.depth < 2 || a.depth > 3)) return cudaErrorInvalidValue;
     return gpu::dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
-        auto ring = [&]<int D>() {
-            // Over 48 KB of dynamic shared memory at depth 3: opted into once per instantiation.
-            static const cudaError_t attr = cudaFuncSetAttribute(ringAttentionKernel<G, D>,
-                                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(ringBytes<D>()));
-            if (attr != cudaSuccess) return attr;
-            return gpu::launchKernel(ringAttentionKernel<G, D>, grid, kThreads, ringBytes<D>(), stream, a);
-        };
-        if (a.depth == 2) return ring.template operator()<2>();
-        if (a.depth == 3) return ring.template operator()<3>();
+        if (a.dp2aLogits) return gpu::launchKernel(attentionKernel<G, false, true>, grid, kThreads, 0, stream, a);
         return rope ? gpu::launchKernel(attentionKernel<G, true>, grid, kThreads, 0, stream, a)
                     : gpu::launchKernel(attentionKernel<G, false>, grid, kThreads, 0, stream, a);
     });
