@@ -8,7 +8,8 @@
 #   bash bench/gpu/build_torch_free.sh bench_int8_kv bench_decode_step
 #   carry: build-gpu/bench_int8_kv build-gpu/bench_decode_step gpu-data/shared/tools
 #          gpu-data/shared/fixtures/hunyuan/doc_en.png (38 MB)
-#   run:   bash bench/gpu/run_int8_kv.sh        (about 6 minutes; SEEDS="1234" STEPS="32 64" for about 3)
+#   run:   bash bench/gpu/run_int8_kv.sh        (about 6 minutes; SEEDS="1234" STEPS="32 64" for about 3;
+#          SEEDS=" " skips the probe, whose figures are in docs/perf.md, call 219)
 # Writes everything under $OUT (default /tmp/int8-out) and prints the tables.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
