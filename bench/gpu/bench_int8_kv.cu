@@ -204,6 +204,31 @@ q8::AttentionParams attentionParams(const Int8Dev& c, const void* query, int64_t
     return a;
 }
 
+// Float16 decode attention of numSeqs contiguous query rows over a float16 cache of numBlocks blocks, the block
+// table as wide as the graphs' (the CPU reference's on host pointers, the kernel's on device ones).
+gpu::PagedDecodeAttentionParams fp16AttentionParams(void* out, const void* query, const void* keys, const void* values,
+                                                    const int32_t* table, const int32_t* lens, int numSeqs, int numBlocks)
+{
+    gpu::PagedDecodeAttentionParams p;
+    p.dtype = gpu::DType::F16;
+    p.out = out;
+    p.query = query;
+    p.keyCache = keys;
+    p.valueCache = values;
+    p.blockTable = table;
+    p.contextLens = lens;
+    p.querySeqStride = p.outSeqStride = int64_t(kQHeads) * kD;
+    p.blockTableStride = kGraphContext / gpu::kKvBlockSize;
+    p.numSeqs = numSeqs;
+    p.numQHeads = kQHeads;
+    p.numKvHeads = kKvHeads;
+    p.headDim = kD;
+    p.numBlocks = numBlocks;
+    p.maxContextLen = kGraphContext;
+    p.scale = 1.0f / std::sqrt(float(kD));
+    return p;
+}
+
 // HunyuanOCR's QK-norm/XD-RoPE of `rows` rows of a fused qkv buffer (kQkv elements a row) at positions [4, rows],
 // with its new tokens' slots; no cache pointers (the int8 kernels take theirs apart).
 gpu::QkNormRopeParams ropeParams(void* qkv, int rows, const Buffer& positions, const Buffer& cosSin, const Buffer& queryNorm,
@@ -401,26 +426,8 @@ bool checkAttention()
         ok = ok && bad == 0;
     }
     std::vector<uint16_t> fp16Want(want.size());
-    {
-        gpu::PagedDecodeAttentionParams h;
-        h.dtype = gpu::DType::F16;
-        h.out = fp16Want.data();
-        h.query = hq.data();
-        h.keyCache = hk.data();
-        h.valueCache = hv.data();
-        h.blockTable = table.data();
-        h.contextLens = lens.data();
-        h.querySeqStride = h.outSeqStride = int64_t(kQHeads) * kD;
-        h.blockTableStride = width;
-        h.numSeqs = numSeqs;
-        h.numQHeads = kQHeads;
-        h.numKvHeads = kKvHeads;
-        h.headDim = kD;
-        h.numBlocks = numBlocks;
-        h.maxContextLen = kGraphContext;
-        h.scale = scale;
-        gpu::ref::pagedDecodeAttentionRef(h);
-    }
+    gpu::ref::pagedDecodeAttentionRef(fp16AttentionParams(fp16Want.data(), hq.data(), hk.data(), hv.data(), table.data(),
+                                                          lens.data(), numSeqs, numBlocks));
     for (bool dp2a : {false, true})
         for (int parts : {1, 2, 3, 5}) {
             q8::AttentionParams a = attentionParams(c, dq->ptr, 0, out.ptr, *dt, *dl, ws, counters, numSeqs, parts);
@@ -560,26 +567,13 @@ Timing makeTiming(int batch, int context, cudaStream_t stream)
 double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
-        gpu::PagedDecodeAttentionParams p;
-        p.dtype = gpu::DType::F16;
-        p.out = t.out->ptr;
-        p.query = t.query->ptr;
-        p.keyCache = t.k16[size_t(l)]->ptr;
-        p.valueCache = t.v16[size_t(l)]->ptr;
-        p.blockTable = static_cast<const int32_t*>(t.table->ptr);
-        p.contextLens = static_cast<const int32_t*>(t.lens->ptr);
+        gpu::PagedDecodeAttentionParams p =
+            fp16AttentionParams(t.out->ptr, t.query->ptr, t.k16[size_t(l)]->ptr, t.v16[size_t(l)]->ptr,
+                                static_cast<const int32_t*>(t.table->ptr), static_cast<const int32_t*>(t.lens->ptr), t.batch,
+                                t.numBlocks);
         p.workspace = static_cast<float*>(t.workspace->ptr);
         p.counters = static_cast<int32_t*>(t.counters->ptr);
-        p.querySeqStride = p.outSeqStride = int64_t(kQHeads) * kD;
-        p.blockTableStride = kGraphContext / 16;
-        p.numSeqs = t.batch;
-        p.numQHeads = kQHeads;
-        p.numKvHeads = kKvHeads;
-        p.headDim = kD;
-        p.numBlocks = t.numBlocks;
-        p.maxContextLen = kGraphContext;
         p.rowPartitions = rowParts;
-        p.scale = 1.0f / std::sqrt(float(kD));
         return gpu::launchPagedDecodeAttention(p, stream) == cudaSuccess;
     });
 }

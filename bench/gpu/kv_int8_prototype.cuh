@@ -68,6 +68,15 @@ __device__ __forceinline__ void int8ToFloat4(uint32_t w, float* f)
     for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + i)) - 8388736.0f;
 }
 
+// A lane's 16 int8 elements (one 16-byte load) to floats.
+__device__ __forceinline__ void int8ToFloat16(const uint4& w, float (&f)[kElemsPerLane])
+{
+    int8ToFloat4(w.x, f);
+    int8ToFloat4(w.y, f + 4);
+    int8ToFloat4(w.z, f + 8);
+    int8ToFloat4(w.w, f + 12);
+}
+
 // The arithmetic every writer shares, so they store the same bytes: the multiplier of a row with max |x| = amax,
 // the integer of one value, and the row's scale.
 __device__ __forceinline__ float quantInverse(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
@@ -489,10 +498,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
                 continue;
             }
             float k[kElemsPerLane];
-            int8ToFloat4(kRaw[s].x, k);
-            int8ToFloat4(kRaw[s].y, k + 4);
-            int8ToFloat4(kRaw[s].z, k + 8);
-            int8ToFloat4(kRaw[s].w, k + 12);
+            int8ToFloat16(kRaw[s], k);
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 float dot = 0.0f;
@@ -523,10 +529,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         for (int s = 0; s < kSteps; ++s) {
             if (page * kKvBlockSize + s * kTokensPerStep + tokInStep >= end) continue;  // V may be NaN there
             float v[kElemsPerLane];
-            int8ToFloat4(vRaw[s].x, v);
-            int8ToFloat4(vRaw[s].y, v + 4);
-            int8ToFloat4(vRaw[s].z, v + 8);
-            int8ToFloat4(vRaw[s].w, v + 12);
+            int8ToFloat16(vRaw[s], v);
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 l[g] += logit[s][g];
