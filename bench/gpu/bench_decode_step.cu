@@ -18,8 +18,8 @@
 // and each part left out, which says what the part costs in the chain (per-op timings repeat one op and
 // miss what PDL does not hide); from three sequences also the norm and SiLU-mul kernels, which bounds
 // what fusing them into the products could save (perf.md, call 133); and from three sequences the chain with
-// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh, its rotation apart and inside attention,
-// beside the float16 chain's two (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
+// the prototype int8 KV cache of bench/gpu/kv_int8_prototype.cuh (its rotation apart and inside attention, its
+// integer logits, its tensor-core kernel), beside the float16 chain's two (its rows' logits must be finite too). The sampler is not in it: this is the runner's "chain" figure. Without
 // libtorch, so it builds with nvcc alone and the binary can travel to the GPU machine:
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. bench/gpu/bench_decode_step.cu \
 //        gpu/kernels/skinny_gemm.cu gpu/kernels/skinny_gemm_tc.cu gpu/kernels/skinny_gemm_wg.cu (-arch=sm_90a) \
@@ -107,15 +107,17 @@ struct Variant {
     // attention; with rotationInside, the int8 attention rotating and writing the new tokens itself.
     int int8Kv = 0;
     bool int8Dp2a = false;  // the int8 attention's integer logits (AttentionParams::dp2aLogits)
+    bool int8TensorCores = false;  // its tensor-core kernel (AttentionParams::tensorCores) over V by dim
 };
 
-// A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup.
+// A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup; V also by dim (the
+// tensor-core kernel's layout; the scales are the same).
 struct Int8Layer {
-    std::unique_ptr<Buffer> keys, values, keyScales, valueScales;
-    bench::int8kv::Cache view(int numBlocks) const
+    std::unique_ptr<Buffer> keys, values, keyScales, valueScales, valuesByDim;
+    bench::int8kv::Cache view(int numBlocks, bool byDim = false) const
     {
-        return {static_cast<int8_t*>(keys->ptr), static_cast<int8_t*>(values->ptr), static_cast<float*>(keyScales->ptr),
-                static_cast<float*>(valueScales->ptr), numBlocks};
+        return {static_cast<int8_t*>(keys->ptr), static_cast<int8_t*>((byDim ? valuesByDim : values)->ptr),
+                static_cast<float*>(keyScales->ptr), static_cast<float*>(valueScales->ptr), numBlocks, byDim};
     }
 };
 
@@ -168,15 +170,18 @@ Model makeModel(int rows, int context)
         const auto ids8 = upload(identity);
         for (const Layer& w : m.layers) {
             Int8Layer c{std::make_unique<Buffer>(slotsAll * kKvHeads * kHeadDim), std::make_unique<Buffer>(slotsAll * kKvHeads * kHeadDim),
-                        std::make_unique<Buffer>(slotsAll * kKvHeads * 4), std::make_unique<Buffer>(slotsAll * kKvHeads * 4)};
+                        std::make_unique<Buffer>(slotsAll * kKvHeads * 4), std::make_unique<Buffer>(slotsAll * kKvHeads * 4),
+                        std::make_unique<Buffer>(slotsAll * kKvHeads * kHeadDim)};
             bench::int8kv::WriteParams q;
             q.key = static_cast<const __half*>(w.keys->ptr);
             q.value = static_cast<const __half*>(w.values->ptr);
-            q.cache = c.view(m.numBlocks);
             q.slotMapping = static_cast<const int64_t*>(ids8->ptr);
             q.numTokens = int(slotsAll);
             q.numKvHeads = kKvHeads;
-            check(bench::int8kv::launchWrite(q, nullptr), "int8 cache");
+            for (bool byDim : {false, true}) {  // K and the scales twice, the same bytes
+                q.cache = c.view(m.numBlocks, byDim);
+                check(bench::int8kv::launchWrite(q, nullptr), "int8 cache");
+            }
             m.int8.push_back(std::move(c));
         }
         check(cudaDeviceSynchronize(), "int8 cache");
@@ -338,14 +343,14 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     if (!v.rotationInside) {
         bench::int8kv::RopeWriteParams r;
         r.rope = ropeParams(m, w);
-        r.cache = c.view(m.numBlocks);
+        r.cache = c.view(m.numBlocks, v.int8TensorCores);
         LECTOR_CUDA_TRY(bench::int8kv::launchRopeWrite(r, stream));
     }
     const __half* qkv = static_cast<const __half*>(m.qkv->ptr);
     bench::int8kv::AttentionParams a;
     a.out = static_cast<__half*>(m.attn->ptr);
     a.query = qkv;
-    a.cache = c.view(m.numBlocks);
+    a.cache = c.view(m.numBlocks, v.int8TensorCores);
     a.blockTable = static_cast<const int32_t*>(m.table->ptr);
     a.contextLens = static_cast<const int32_t*>(m.lens->ptr);
     a.workspace = static_cast<float*>(m.workspace->ptr);
@@ -359,6 +364,7 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     a.rowPartitions = std::min(std::max(rowPartitions, 1) * v.int8Kv, gpu::kDecodeMaxRowPartitions);
     a.scale = 1.0f / std::sqrt(float(kHeadDim));
     a.dp2aLogits = v.int8Dp2a;
+    a.tensorCores = v.int8TensorCores;
     if (v.rotationInside) a.rope = ropeParams(m, w);  // its float16 cache pointers are not used
     return bench::int8kv::launchAttention(a, stream);
 }
@@ -493,6 +499,19 @@ std::vector<Variant> variants(int rows)
                 x.int8Dp2a = true;
                 x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
             });
+        for (int times : {1, 2}) {  // and both its products on the tensor cores
+            add("int8 KV cache (prototype) x" + std::to_string(times) + ", tensor cores", [&](Variant& x) {
+                x.int8Kv = times;
+                x.int8TensorCores = true;
+            });
+            if (rows >= 8 && rows <= 48)
+                add("int8 KV cache (prototype) x" + std::to_string(times) + ", tensor cores, o, down, LM head on warp groups",
+                    [&](Variant& x) {
+                        x.int8Kv = times;
+                        x.int8TensorCores = true;
+                        x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
+                    });
+        }
     }
     add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });
     add("without QK-norm/RoPE (K/V write)", [](Variant& x) { x.rope = false; });

@@ -8,14 +8,16 @@
 //   - the int8 write against a CPU quantization of the same float16 rows, byte for byte and scale for scale, at
 //     37 tokens on shuffled slots with skipped ones (negative, past the pool), and untouched slots left alone;
 //   - the rotation that writes the int8 cache against the float16 rotation followed by the int8 write;
+//   - the same with V by dim (Cache::valuesByDim, the tensor-core kernel's layout), from the write and the rotation;
 //   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
-//     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions), with float and with integer (__dp2a) logits;
+//     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions), with float and with integer (__dp2a) logits,
+//     and on the tensor cores over the cache with V by dim;
 //   - the rotation inside the int8 attention against the rotation that writes the cache, then the attention;
 //   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
 // Then the decode attention of HunyuanOCR's 16 query / 8 KV heads of 128 at 16 to 64 sequences of one context,
 // 24 launches in a graph, each on its own layer's cache, as bench_decode_attention times them: float16's
-// one-pass kernel at the graphs' row partitions against the int8 kernel at a few partition counts (float and
-// integer logits), and the
+// one-pass kernel at the graphs' row partitions against the int8 kernels at a few partition counts (float and
+// integer logits, tensor cores), and the
 // K/V write of a step's new tokens in both formats.
 //   bench_int8_kv [--context N] [--batches 16,32,48,64]
 #include <cuda_fp16.h>
@@ -101,6 +103,18 @@ HostInt8 quantizeCacheRef(const std::vector<uint16_t>& k, const std::vector<uint
     return h;
 }
 
+// V of a token-major int8 cache (quantizeCacheRef's) as Cache::valuesByDim stores it.
+std::vector<int8_t> valuesByDimRef(const std::vector<int8_t>& v)
+{
+    std::vector<int8_t> out(v.size());
+    const int64_t slots = int64_t(v.size()) / kTokenElems;
+    for (int64_t s = 0; s < slots; ++s)
+        for (int hd = 0; hd < kKvHeads; ++hd)
+            for (int d = 0; d < kD; ++d)
+                out[size_t(q8::valueByDimIndex(s, kKvHeads, hd, d))] = q8::valueByDimByte(v[(size_t(s) * kKvHeads + hd) * kD + d]);
+    return out;
+}
+
 // Decode attention over the int8 cache in float64: softmax(scale q . (ks k)) (vs v), as float16.
 std::vector<uint16_t> attentionRef(const HostInt8& c, const std::vector<uint16_t>& query, const std::vector<int32_t>& table,
                                    int tableStride, const std::vector<int32_t>& lens, int numBlocks, float scale)
@@ -146,18 +160,28 @@ std::vector<uint16_t> attentionRef(const HostInt8& c, const std::vector<uint16_t
 struct Int8Dev {
     std::unique_ptr<Buffer> k, v, ks, vs;
     int numBlocks = 0;
+    bool valuesByDim = false;
     q8::Cache view() const
     {
         return {static_cast<int8_t*>(k->ptr), static_cast<int8_t*>(v->ptr), static_cast<float*>(ks->ptr),
-                static_cast<float*>(vs->ptr), numBlocks};
+                static_cast<float*>(vs->ptr), numBlocks, valuesByDim};
     }
 };
 
-Int8Dev allocInt8(int numBlocks)
+Int8Dev allocInt8(int numBlocks, bool valuesByDim = false)
 {
     const size_t slots = size_t(numBlocks) * gpu::kKvBlockSize;
     return {std::make_unique<Buffer>(slots * kTokenElems), std::make_unique<Buffer>(slots * kTokenElems),
-            std::make_unique<Buffer>(slots * kKvHeads * 4), std::make_unique<Buffer>(slots * kKvHeads * 4), numBlocks};
+            std::make_unique<Buffer>(slots * kKvHeads * 4), std::make_unique<Buffer>(slots * kKvHeads * 4), numBlocks,
+            valuesByDim};
+}
+
+// Which int8 attention kernel: SIMT with float or integer (__dp2a) logits, or both products on the tensor cores
+// (over a cache with V by dim).
+enum class Kernel { Float, Dp2a, TensorCores };
+const char* kernelName(Kernel k)
+{
+    return k == Kernel::Float ? "" : k == Kernel::Dp2a ? ", integer logits" : ", tensor cores";
 }
 
 // The int8 write of numTokens rows of K and V (tokenStride elements apart; 0: contiguous) to the slots in c.
@@ -305,8 +329,8 @@ std::vector<int32_t> shuffledTable(const std::vector<int32_t>& lens, int numBloc
 // --- checks ---
 
 // 37 tokens written to shuffled slots of an 11-block pool (3 skipped: -1, past the pool, -5), the rest of the
-// cache keeping its fill; bytes and scales compared exactly with the CPU's quantization.
-bool checkWrite()
+// cache keeping its fill; bytes and scales compared exactly with the CPU's quantization. V token-major or by dim.
+bool checkWrite(bool byDim)
 {
     constexpr int kTokens = 37, kBlocks = 11;
     const std::vector<uint16_t> k = bench::randomHalfBits(size_t(kTokens) * kTokenElems, 11);
@@ -319,7 +343,7 @@ bool checkWrite()
     slots[4] = -1;
     slots[20] = int64_t(kBlocks) * gpu::kKvBlockSize;
     slots[36] = -5;
-    const Int8Dev c = allocInt8(kBlocks);
+    const Int8Dev c = allocInt8(kBlocks, byDim);
     for (const auto* b : {c.k.get(), c.v.get(), c.ks.get(), c.vs.get()}) check(cudaMemset(b->ptr, 0x5a, b->bytes), "memset");
     auto dk = bench::upload(k), dv = bench::upload(v), ds = bench::upload(slots);
     check(q8::launchWrite(writeParams(c, dk->ptr, dv->ptr, ds->ptr, kTokens), nullptr), "int8 write");
@@ -338,21 +362,26 @@ bool checkWrite()
             const size_t src = (size_t(t) * kKvHeads + hd) * kD, dst = (size_t(s) * kKvHeads + hd) * kD;
             const size_t si = size_t(q8::scaleIndex(s, kKvHeads, hd));
             quantizeRowRef(k.data() + src, ek.data() + dst, &eks[si]);
-            quantizeRowRef(v.data() + src, ev.data() + dst, &evs[si]);
+            int8_t row[kD];
+            quantizeRowRef(v.data() + src, row, &evs[si]);
+            for (int d = 0; d < kD; ++d) {
+                if (byDim) ev[size_t(q8::valueByDimIndex(s, kKvHeads, hd, d))] = q8::valueByDimByte(row[d]);
+                else ev[dst + size_t(d)] = row[d];
+            }
         }
     }
     size_t bad = 0;
     for (size_t i = 0; i < gk.size(); ++i) bad += gk[i] != ek[i] || gv[i] != ev[i];
     for (size_t i = 0; i < gks.size(); ++i) bad += std::memcmp(&gks[i], &eks[i], 4) != 0 || std::memcmp(&gvs[i], &evs[i], 4) != 0;
-    std::printf("| int8 write, 37 tokens, 3 skipped, a zero row | %zu differing bytes or scales | %s |\n", bad,
-                bad ? "MISMATCH" : "ok");
+    std::printf("| int8 write%s, 37 tokens, 3 skipped, a zero row | %zu differing bytes or scales | %s |\n",
+                byDim ? " (V by dim)" : "", bad, bad ? "MISMATCH" : "ok");
     return bad == 0;
 }
 
 // The rotation that writes the int8 cache (ropeWriteKernel) against the float16 rotation without a cache
 // write followed by the int8 write: the same rotated q and k in place and the same cache bytes and scales, for
-// 13 tokens at scattered positions on the 4 axes, one of them padding (slot -1).
-bool checkRopeWrite()
+// 13 tokens at scattered positions on the 4 axes, one of them padding (slot -1). V token-major or by dim.
+bool checkRopeWrite(bool byDim)
 {
     constexpr int kTokens = 13, kBlocks = 5;
     const auto qkv = bench::randomHalfBits(size_t(kTokens) * kQkv, 31);
@@ -364,7 +393,7 @@ bool checkRopeWrite()
     auto qkvA = bench::upload(qkv), qkvB = bench::upload(qkv), pos = bench::upload(positions), ds = bench::upload(slots);
     auto cs = bench::upload(bench::ropeTable(kMaxPos, kD));
     auto qn = bench::halves(kD, 33, 0.1f, 1.0f), kn = bench::halves(kD, 34, 0.1f, 1.0f);
-    const Int8Dev a = allocInt8(kBlocks), b = allocInt8(kBlocks);
+    const Int8Dev a = allocInt8(kBlocks, byDim), b = allocInt8(kBlocks, byDim);
     for (const Int8Dev* c : {&a, &b})
         for (const auto* buf : {c->k.get(), c->v.get(), c->ks.get(), c->vs.get()}) check(cudaMemset(buf->ptr, 0, buf->bytes), "memset");
     auto rope = [&](void* qkvPtr) { return ropeParams(qkvPtr, kTokens, *pos, *cs, *qn, *kn, *ds); };
@@ -384,14 +413,15 @@ bool checkRopeWrite()
     // And something was written: the first token's K scale (slot 3) is positive.
     const auto scales = download<float>(*b.ks);
     const bool wrote = scales[size_t(q8::scaleIndex(3, kKvHeads, 0))] > 0.0f;
-    std::printf("| rotation writing the int8 cache, 13 tokens, one padding | %zu differing bytes against the rotation, "
-                "then the int8 write%s | %s |\n", bad, wrote ? "" : "; nothing written", bad == 0 && wrote ? "ok" : "MISMATCH");
+    std::printf("| rotation writing the int8 cache%s, 13 tokens, one padding | %zu differing bytes against the rotation, "
+                "then the int8 write%s | %s |\n", byDim ? " (V by dim)" : "", bad, wrote ? "" : "; nothing written",
+                bad == 0 && wrote ? "ok" : "MISMATCH");
     return bad == 0 && wrote;
 }
 
 // Sequences of 1, 15, 16, 17, 200, 1076 and 1333 keys on shuffled blocks (one block of the 1076 masked), at 1, 2,
-// 3 and 5 partitions: the kernel against attentionRef over the same int8 cache; and the int8 result against
-// float16 attention over the unquantized rows.
+// 3 and 5 partitions: each kernel against attentionRef over the same int8 cache (the tensor-core one over the
+// cache with V by dim); and the int8 result against float16 attention over the unquantized rows.
 bool checkAttention()
 {
     const std::vector<int32_t> lens{1, 15, 16, 17, 200, 1076, 1333};
@@ -407,9 +437,10 @@ bool checkAttention()
 
     auto dk = bench::upload(hk), dv = bench::upload(hv), dq = bench::upload(hq), dt = bench::upload(table);
     auto dl = bench::upload(lens);
-    const Int8Dev c = allocInt8(numBlocks);
+    const Int8Dev c = allocInt8(numBlocks), cd = allocInt8(numBlocks, /*valuesByDim=*/true);
     const auto identity = identitySlots(numBlocks);
     quantizeOnDevice(dk->ptr, dv->ptr, c, *identity, nullptr);
+    quantizeOnDevice(dk->ptr, dv->ptr, cd, *identity, nullptr);
     Buffer out(size_t(numSeqs) * kQHeads * kD * 2), ws(size_t(q8::workspaceFloats(numSeqs, kQHeads, 5)) * 4),
         counters(size_t(numSeqs) * kKvHeads * 4);
     check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
@@ -424,14 +455,25 @@ bool checkAttention()
         std::printf("| int8 write of a %d-block pool (K) | %zu differing bytes or scales | %s |\n", numBlocks, bad,
                     bad ? "MISMATCH" : "ok");
         ok = ok && bad == 0;
+        // And the by-dim cache's V and its scales.
+        const auto gv = download<int8_t>(*cd.v), want = valuesByDimRef(hc.v);
+        const auto gvs = download<float>(*cd.vs);
+        size_t badV = 0;
+        for (size_t i = 0; i < gv.size(); ++i) badV += gv[i] != want[i];
+        for (size_t i = 0; i < gvs.size(); ++i) badV += std::memcmp(&gvs[i], &hc.vs[i], 4) != 0;
+        std::printf("| int8 write of a %d-block pool (V by dim) | %zu differing bytes or scales | %s |\n", numBlocks, badV,
+                    badV ? "MISMATCH" : "ok");
+        ok = ok && badV == 0;
     }
     std::vector<uint16_t> fp16Want(want.size());
     gpu::ref::pagedDecodeAttentionRef(fp16AttentionParams(fp16Want.data(), hq.data(), hk.data(), hv.data(), table.data(),
                                                           lens.data(), numSeqs, numBlocks));
-    for (bool dp2a : {false, true})
+    for (Kernel kernel : {Kernel::Float, Kernel::Dp2a, Kernel::TensorCores})
         for (int parts : {1, 2, 3, 5}) {
-            q8::AttentionParams a = attentionParams(c, dq->ptr, 0, out.ptr, *dt, *dl, ws, counters, numSeqs, parts);
-            a.dp2aLogits = dp2a;
+            q8::AttentionParams a = attentionParams(kernel == Kernel::TensorCores ? cd : c, dq->ptr, 0, out.ptr, *dt, *dl, ws,
+                                                    counters, numSeqs, parts);
+            a.dp2aLogits = kernel == Kernel::Dp2a;
+            a.tensorCores = kernel == Kernel::TensorCores;
             check(cudaMemset(out.ptr, 0xff, out.bytes), "memset");
             for (int rep = 0; rep < 2; ++rep) check(q8::launchAttention(a, nullptr), "int8 attention");  // tickets reset
             check(cudaDeviceSynchronize(), "int8 attention");
@@ -442,7 +484,7 @@ bool checkAttention()
             const bool pass = nmse <= 1e-5 && countersZero;
             std::printf("| int8 attention, %d partitions%s | nmse %.2e against the int8 reference; %.2e against float16 "
                         "attention on the unquantized rows%s | %s |\n",
-                        parts, dp2a ? ", integer logits" : "", nmse, drift, countersZero ? "" : "; tickets not reset",
+                        parts, kernelName(kernel), nmse, drift, countersZero ? "" : "; tickets not reset",
                         pass ? "ok" : "MISMATCH");
             ok = ok && pass;
         }
@@ -521,7 +563,7 @@ bool checkRopeInside()
 struct Timing {
     int batch = 0, context = 0, blocksPerSeq = 0, numBlocks = 0;
     std::vector<std::unique_ptr<Buffer>> k16, v16;
-    std::vector<Int8Dev> i8;
+    std::vector<Int8Dev> i8, i8ByDim;  // the same rows, V token-major and by dim
     std::unique_ptr<Buffer> query, out, table, lens, workspace, counters, newK, newV, slots;
 };
 
@@ -539,6 +581,8 @@ Timing makeTiming(int batch, int context, cudaStream_t stream)
         t.v16.push_back(bench::halves(cacheElems, 101 + 2 * l, 2.0f));
         t.i8.push_back(allocInt8(t.numBlocks));
         quantizeOnDevice(t.k16.back()->ptr, t.v16.back()->ptr, t.i8.back(), *identity, stream);
+        t.i8ByDim.push_back(allocInt8(t.numBlocks, /*valuesByDim=*/true));
+        quantizeOnDevice(t.k16.back()->ptr, t.v16.back()->ptr, t.i8ByDim.back(), *identity, stream);
     }
     const int width = kGraphContext / 16;
     std::vector<int32_t> ids(size_t(batch) * t.blocksPerSeq), table(size_t(batch) * width, 0);
@@ -578,12 +622,13 @@ double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
     });
 }
 
-double int8Attention(cudaStream_t stream, const Timing& t, int rowParts, bool dp2a)
+double int8Attention(cudaStream_t stream, const Timing& t, int rowParts, Kernel kernel)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
-        q8::AttentionParams a = attentionParams(t.i8[size_t(l)], t.query->ptr, 0, t.out->ptr, *t.table, *t.lens,
-                                                *t.workspace, *t.counters, t.batch, rowParts);
-        a.dp2aLogits = dp2a;
+        q8::AttentionParams a = attentionParams((kernel == Kernel::TensorCores ? t.i8ByDim : t.i8)[size_t(l)], t.query->ptr, 0,
+                                                t.out->ptr, *t.table, *t.lens, *t.workspace, *t.counters, t.batch, rowParts);
+        a.dp2aLogits = kernel == Kernel::Dp2a;
+        a.tensorCores = kernel == Kernel::TensorCores;
         return q8::launchAttention(a, stream) == cudaSuccess;
     });
 }
@@ -626,8 +671,11 @@ int main(int argc, char** argv)
     std::printf("# bench_int8_kv: an int8 KV cache (a scale per token and KV head) against float16, context %d, "
                 "%d query / %d KV heads of %d\n\n## checks\n\n| what | result | ok |\n|---|---|---|\n",
                 context, kQHeads, kKvHeads, kD);
-    bool ok = checkWrite();
-    ok = checkRopeWrite() && ok;
+    bool ok = true;
+    for (bool byDim : {false, true}) {
+        ok = checkWrite(byDim) && ok;
+        ok = checkRopeWrite(byDim) && ok;
+    }
     ok = checkAttention() && ok;
     ok = checkRopeInside() && ok;
     cudaStream_t stream;
@@ -647,20 +695,20 @@ int main(int argc, char** argv)
         size_t bestRow = 0;
         struct Row {
             int parts;
-            bool dp2a;
+            Kernel kernel;
             double us;
         };
         std::vector<Row> rows;
-        for (bool dp2a : {false, true})
+        for (Kernel kernel : {Kernel::Float, Kernel::Dp2a, Kernel::TensorCores})
             for (int parts : {rp, 2 * rp, 3 * rp, 4 * rp}) {
-                if (parts > gpu::kDecodeMaxRowPartitions || (dp2a && parts > 2 * rp)) continue;
-                rows.push_back({parts, dp2a, int8Attention(stream, t, parts, dp2a)});
+                if (parts > gpu::kDecodeMaxRowPartitions || (kernel == Kernel::Dp2a && parts > 2 * rp)) continue;
+                rows.push_back({parts, kernel, int8Attention(stream, t, parts, kernel)});
                 if (rows.back().us < best) best = rows.back().us, bestRow = rows.size() - 1;
             }
         const double w16 = writeMicros(stream, t, false), w8 = writeMicros(stream, t, true);
         for (size_t i = 0; i < rows.size(); ++i)
             std::printf("| %d | %d | %.2f | %.0f %% | %d%s%s | %.2f | %.0f %% | %.3f | %.2f / %.2f |\n", b, rp, us16,
-                        100.0 * bytes16 / bw * 1e6 / us16, rows[i].parts, rows[i].dp2a ? ", integer logits" : "",
+                        100.0 * bytes16 / bw * 1e6 / us16, rows[i].parts, kernelName(rows[i].kernel),
                         i == bestRow ? " (best)" : "", rows[i].us, 100.0 * bytes8 / bw * 1e6 / rows[i].us,
                         rows[i].us / us16, w16, w8);
     }

@@ -12,6 +12,12 @@
 // resolution over the whole row where e4m3 has 3 bits of mantissa, and K and V come out about four times
 // closer to float16 (bench/gpu/probe_fp8_kv.py measures what that does to the logits).
 //
+// A second V layout for the tensor-core attention (Cache::valuesByDim): a (block, KV head)'s 16 x 128 values
+// dim-major, [numBlocks, numKvHeads, headDim, kKvBlockSize], as offset binary (x + 128 as a byte). A product's
+// reduction runs over its operands' contiguous elements; for p * V that is over keys, so a register must hold
+// consecutive keys of one dim, which the token-major layout scatters over 16 rows. K keeps the token-major
+// layout: q . k reduces over dims.
+//
 // Reading: the scales do not touch the elements. K's scale multiplies the token's dot product with the query,
 // V's the token's softmax weight before it weighs the row; an int8 element becomes a float with two integer
 // instructions' worth of work (int8ToFloat4 below), not a conversion instruction (I2F runs at a quarter of
@@ -40,6 +46,7 @@ struct Cache {
     float* keyScales = nullptr;     // [numBlocks, numKvHeads, 16]
     float* valueScales = nullptr;
     int numBlocks = 0;              // slots past numBlocks * 16 are never written; block ids past it are masked
+    bool valuesByDim = false;       // V as [numBlocks, numKvHeads, headDim, 16], x + 128 (valueByDimIndex)
 };
 
 struct WriteParams {
@@ -58,6 +65,13 @@ constexpr int kElemsPerLane = 16;              // one 16-byte load of int8 (two 
 constexpr int kLanesPerToken = kHeadDim / kElemsPerLane;  // 8
 constexpr int kTokensPerStep = 32 / kLanesPerToken;       // 4 tokens per warp load
 constexpr int kSteps = kKvBlockSize / kTokensPerStep;     // 4 loads per block and lane
+
+// Where V element (slot, head, d) lives under Cache::valuesByDim, and how it is stored there.
+__host__ __device__ constexpr int64_t valueByDimIndex(int64_t slot, int numKvHeads, int head, int d)
+{
+    return (((slot / kKvBlockSize) * numKvHeads + head) * kHeadDim + d) * kKvBlockSize + slot % kKvBlockSize;
+}
+__host__ __device__ constexpr int8_t valueByDimByte(int8_t x) { return int8_t(uint8_t(x) ^ 0x80u); }
 
 // Four int8 (one 32-bit word) to floats, exactly: x ^ 0x80 is x + 128 as an unsigned byte; placed as the low
 // mantissa byte of 2^23 it reads as 2^23 + x + 128.
@@ -126,7 +140,15 @@ __global__ void writeKernel(WriteParams p)
         float scale;
         const uint4 q = quantize16(x, scale);
         if (!live) continue;
-        *reinterpret_cast<uint4*>((which == 0 ? p.cache.keys : p.cache.values) + dst) = q;
+        if (which == 1 && p.cache.valuesByDim) {  // 16 dims of one key: bytes 16 apart
+            const int64_t first = valueByDimIndex(slot, p.numKvHeads, head, sub * kElemsPerLane);
+            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int e = 0; e < kElemsPerLane; ++e)
+                p.cache.values[first + e * kKvBlockSize] = valueByDimByte(int8_t(w[e / 4] >> (8 * (e % 4))));
+        } else {
+            *reinterpret_cast<uint4*>((which == 0 ? p.cache.keys : p.cache.values) + dst) = q;
+        }
         if (sub == 0) (which == 0 ? p.cache.keyScales : p.cache.valueScales)[scaleIndex(slot, p.numKvHeads, head)] = scale;
     }
 }
@@ -217,7 +239,11 @@ __global__ void __launch_bounds__(kRopeThreads) ropeWriteKernel(RopeWriteParams 
         w.cache.keys[row + kHalf + j] = quantValue(__half2float(hi[i]), inv);
     }
 #pragma unroll
-    for (int k = 0; k < D / 32; ++k) w.cache.values[row + lane + 32 * k] = quantValue(vx[k], vinv);
+    for (int k = 0; k < D / 32; ++k) {
+        const int8_t x = quantValue(vx[k], vinv);
+        if (w.cache.valuesByDim) w.cache.values[valueByDimIndex(slot, p.numKvHeads, kvHead, lane + 32 * k)] = valueByDimByte(x);
+        else w.cache.values[row + lane + 32 * k] = x;
+    }
     if (lane == 0) {
         w.cache.keyScales[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(amax);
         w.cache.valueScales[scaleIndex(slot, p.numKvHeads, kvHead)] = quantScale(vmax);
@@ -257,6 +283,10 @@ struct AttentionParams {
     // element and query head. Why: the float kernel reads at 58-82 % of the copy bandwidth (H100, call 219) and
     // keeping more bytes in flight did not help (call 220): it issues about twice float16's instructions a byte.
     bool dp2aLogits = false;
+    // Both products on the tensor cores (tensorCoreAttentionKernel; cache.valuesByDim, no rope): the logits as int8
+    // mma of K with the query's int16 as two bytes, p * V as float16 mma. Why: integer logits still leave V's
+    // two widening instructions and G FMAs an element on the SIMT pipes.
+    bool tensorCores = false;
     // rope.key set: the rotation inside attention, as gpu/kernels/paged_decode_attention.cuh's
     // PagedDecodeAttentionParams::rope: query is raw (and left so), rope.key / rope.value the new tokens' raw K
     // and V; the CTA whose partition ends at the newest token rotates its key, rounds K and V into this cache at
@@ -271,6 +301,68 @@ constexpr int kWarps = kThreads / 32;
 inline int64_t workspaceFloats(int numSeqs, int numQHeads, int rowPartitions)
 {
     return rowPartitions <= 1 ? 0 : int64_t(numSeqs) * numQHeads * rowPartitions * (kHeadDim + 2);
+}
+
+// The CTA's end: its warps' partial rows (each already at the CTA's max ctaMax, their weights summing to ctaSum)
+// added up and written out when the sequence has one partition; else stored in the workspace with the CTA's max
+// and sum, and the last CTA of the (sequence, KV head) to take its ticket merges the partitions.
+template <int G>
+__device__ __forceinline__ void finishCta(const AttentionParams& a, const float (&partial)[kWarps][G][kHeadDim],
+                                          const float (&ctaSum)[G], const float (&ctaMax)[G], int seq, int kvHead, int part,
+                                          int parts)
+{
+    const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
+    __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
+    __shared__ bool lastCta;
+    if (parts == 1) {
+        for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+            const int g = i / kHeadDim, d = i % kHeadDim;
+            float v = 0.0f;
+            for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
+        }
+        return;
+    }
+    // Split: this partition's output (at its own max), max and sum into the workspace, then the ticket.
+    const int64_t rows = int64_t(a.numSeqs) * a.numQHeads * a.rowPartitions;
+    float* wsOut = a.workspace;                 // [seq, qHead, part, D]
+    float* wsMax = a.workspace + rows * kHeadDim;
+    float* wsSum = wsMax + rows;
+    const int64_t first = (int64_t(seq) * a.numQHeads + kvHead * G) * a.rowPartitions;  // + g * rowPartitions + part
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        float v = 0.0f;
+        for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
+        wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
+    }
+    if (threadIdx.x < G) {
+        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
+        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t* ticket = a.counters + int64_t(seq) * a.numKvHeads + kvHead;
+        lastCta = atomicAdd(ticket, 1) == parts - 1;
+        if (lastCta) *ticket = 0;  // every CTA of this (sequence, head) has taken its ticket
+    }
+    __syncthreads();
+    if (!lastCta) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
+        const int g = i / kHeadDim, d = i % kHeadDim;
+        const int64_t g0 = first + int64_t(g) * a.rowPartitions;
+        float mx = -INFINITY;
+        for (int p = 0; p < parts; ++p) mx = fmaxf(mx, __ldcg(wsMax + g0 + p));
+        const float ref = mx == -INFINITY ? 0.0f : mx;
+        float total = 0.0f, v = 0.0f;
+        for (int p = 0; p < parts; ++p) {
+            const float w = __expf(__ldcg(wsMax + g0 + p) - ref);
+            total += __ldcg(wsSum + g0 + p) * w;
+            v += __ldcg(wsOut + (g0 + p) * kHeadDim + d) * w;
+        }
+        out[i] = __float2half_rn(total > 0.0f ? v / total : 0.0f);
+    }
 }
 
 // One pass with online softmax, as gpu/kernels/paged_attention_simt.cuh's attendOnline: a CTA is (sequence,
@@ -316,7 +408,6 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
     if (firstValid) load(firstBlock, false);
     const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
-    const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
     // kRope: [cos | sin | query-norm weight | key-norm weight] per dim at this row's positions, staged before the
     // wait (step inputs and weights); the rotated queries (scaled) and the new token's int8 K and V after it.
     [[maybe_unused]] __shared__ float ropeTab[kRope ? 4 * kHeadDim : 1];
@@ -558,7 +649,6 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
 
     __shared__ float partial[kWarps][G][kHeadDim];
     __shared__ float redMax[kWarps][G], redSum[kWarps][G];
-    __shared__ bool lastCta;
     if (lane == 0)
 #pragma unroll
         for (int g = 0; g < G; ++g) redMax[warp][g] = m[g];
@@ -581,56 +671,239 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         ctaSum[g] = 0.0f;
         for (int w = 0; w < kWarps; ++w) ctaSum[g] += redSum[w][g];
     }
-    __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
-    if (parts == 1) {
-        for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-            const int g = i / kHeadDim, d = i % kHeadDim;
-            float v = 0.0f;
-            for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
-            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
+    finishCta<G>(a, partial, ctaSum, ctaMax, seq, kvHead, part, parts);
+}
+
+// c += a * b on the int8 tensor cores (mma.sync m16n8k32, int32 accumulators; exact): a the 16 x 32 row-major
+// operand, signed or (kUnsignedA) unsigned bytes, lane g = lane / 4, t = lane % 4 holding a0 = row g, k 4t .. 4t + 3,
+// a1 = row g + 8, a2 and a3 the same at k + 16; b the 32 x 8 column-major one, signed, b0 = column g, k 4t .. 4t + 3,
+// b1 at k + 16; c rows g and g + 8, columns 2t and 2t + 1.
+template <bool kUnsignedA>
+__device__ __forceinline__ void mmaM16N8K32(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                            uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (kUnsignedA)
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+    __trap();
+#endif
+}
+
+// Both products on the tensor cores, over a cache with valuesByDim (AttentionParams::tensorCores). A CTA is (sequence,
+// KV head, partition) and its 4 warps take the partition's blocks round robin with online softmax, as in
+// attentionKernel; a warp's block of 16 keys, lane (g, t) = (lane / 4, lane % 4):
+//  - Logits: mma m16n8k32 with the KV head's G query heads as the 16 rows (zero past G) and the keys as two tiles of
+//    8 columns. Lane (g, t) loads keys 4 (g / 2) + g % 2 and that + 2, dims 32t .. 32t + 31; with the columns' keys
+//    so permuted, its results are head g's logits of keys 4t .. 4t + 3. The query is rounded to int16 with a scale
+//    per head and split into a signed high and an unsigned low byte: 256 hi + lo of the two products is the exact
+//    integer dot product (as dp2aLogits's), summed in one accumulator: the high products, times 256, then the low.
+//  - p * V: mma m16n8k16 in float16 with dims as the 16 rows (8 tiles), keys as k and heads as the 8 columns. Lane
+//    (g, t) loads word t (keys 4t .. 4t + 3) of dim rows g + 8r: a stored byte x + 128 under the exponent byte 0x64
+//    reads as the float16 1152 + x, so a word is two fragment registers after two byte permutes. Its weights are the
+//    lane's own logits' (head g, keys 4t .. 4t + 3) as float16 p * vScale / sigma, sigma the largest V scale the
+//    warp has seen (the weights stay in [0, 1]; sigma's growth rescales like the max's). The lane also sums its
+//    weights as rounded, so 1152 times that sum comes off exactly at the end.
+template <int G>
+__global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(AttentionParams a)
+{
+    static_assert(G <= 8, "a KV head's query heads are rows of one product");
+    const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    const int numKeys = a.contextLens[seq];
+    const int n = (numKeys + kKvBlockSize - 1) / kKvBlockSize;
+    const int parts = min(a.rowPartitions, max(n, 1));
+    if (part >= parts) return;  // CTA-uniform; the merge counts only the first `parts`
+    const int firstPage = part * n / parts, endPage = (part + 1) * n / parts;
+    const int end = min(numKeys, endPage * kKvBlockSize);
+    const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
+    const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
+    const int64_t blockBytes = tokenStride * kKvBlockSize;  // of K and of V
+    const int8_t* kLane = a.cache.keys + int64_t(4 * (g8 >> 1) + (g8 & 1)) * tokenStride + int64_t(kvHead) * kHeadDim + 32 * t4;
+    const int8_t* vLane = a.cache.values + int64_t(kvHead) * kHeadDim * kKvBlockSize + g8 * kKvBlockSize + 4 * t4;
+
+    uint4 kRaw[4];      // the lane's two keys: dims 32t .. 32t + 15 and 32t + 16 .. 32t + 31 of each
+    uint32_t vRaw[16];  // dim row g + 8r: keys 4t .. 4t + 3
+    float4 kSc, vSc;    // keys 4t .. 4t + 3
+    auto load = [&](int32_t block) {
+        const int8_t* k = kLane + int64_t(block) * blockBytes;
+        kRaw[0] = gpu::loadNc16(k);
+        kRaw[1] = gpu::loadNc16(k + 16);
+        kRaw[2] = gpu::loadNc16(k + 2 * tokenStride);
+        kRaw[3] = gpu::loadNc16(k + 2 * tokenStride + 16);
+        const int8_t* v = vLane + int64_t(block) * blockBytes;
+#pragma unroll
+        for (int r = 0; r < 16; ++r) vRaw[r] = __ldg(reinterpret_cast<const unsigned int*>(v + r * 8 * kKvBlockSize));
+        const int64_t sc = (int64_t(block) * a.numKvHeads + kvHead) * kKvBlockSize + 4 * t4;
+        kSc = __ldg(reinterpret_cast<const float4*>(a.cache.keyScales + sc));
+        vSc = __ldg(reinterpret_cast<const float4*>(a.cache.valueScales + sc));
+    };
+    const int firstPg = firstPage + warp;
+    const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
+    const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
+    if (firstValid) load(firstBlock);
+    gpu::gridDependencyWait();
+    gpu::allowDependentLaunch();
+    // The newest token's slot is the previous kernel's; its V bytes are in every dim row, so the whole block again.
+    if (firstValid && firstPg == (numKeys - 1) / kKvBlockSize) load(firstBlock);
+
+    // Query head g (zero past G), dims 32t .. 32t + 31, as int16 qScale * (256 hi + lo): word i, dims 32t + 4i .. + 3.
+    uint32_t qHi[8], qLo[8];
+    float qScale;
+    {
+        const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
+        const __half* qRow = a.query + seq * qStride + int64_t(kvHead * G + min(g8, G - 1)) * kHeadDim + 32 * t4;
+        float q[32], amax = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const gpu::Vec16<__half> h = gpu::unpack16<__half>(gpu::loadNc16(qRow + 8 * c));
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                q[8 * c + e] = g8 < G ? h.v[e] * a.scale : 0.0f;
+                amax = fmaxf(amax, fabsf(q[8 * c + e]));
+            }
         }
-        return;
-    }
-    // Split: this partition's output (at its own max), max and sum into the workspace, then the ticket.
-    const int64_t rows = int64_t(a.numSeqs) * a.numQHeads * a.rowPartitions;
-    float* wsOut = a.workspace;                 // [seq, qHead, part, D]
-    float* wsMax = a.workspace + rows * kHeadDim;
-    float* wsSum = wsMax + rows;
-    const int64_t first = (int64_t(seq) * a.numQHeads + kvHead * G) * a.rowPartitions;  // + g * rowPartitions + part
-    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-        const int g = i / kHeadDim, d = i % kHeadDim;
-        float v = 0.0f;
-        for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
-        wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
-    }
-    if (threadIdx.x < G) {
-        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
-        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int32_t* ticket = a.counters + int64_t(seq) * a.numKvHeads + kvHead;
-        lastCta = atomicAdd(ticket, 1) == parts - 1;
-        if (lastCta) *ticket = 0;  // every CTA of this (sequence, head) has taken its ticket
-    }
-    __syncthreads();
-    if (!lastCta) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < G * kHeadDim; i += kThreads) {
-        const int g = i / kHeadDim, d = i % kHeadDim;
-        const int64_t g0 = first + int64_t(g) * a.rowPartitions;
-        float mx = -INFINITY;
-        for (int p = 0; p < parts; ++p) mx = fmaxf(mx, __ldcg(wsMax + g0 + p));
-        const float ref = mx == -INFINITY ? 0.0f : mx;
-        float total = 0.0f, v = 0.0f;
-        for (int p = 0; p < parts; ++p) {
-            const float w = __expf(__ldcg(wsMax + g0 + p) - ref);
-            total += __ldcg(wsSum + g0 + p) * w;
-            v += __ldcg(wsOut + (g0 + p) * kHeadDim + d) * w;
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
+        qScale = amax / 32767.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            uint32_t hi = 0, lo = 0;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int x = __float2int_rn(q[4 * i + j] * inv);
+                hi |= (uint32_t(x >> 8) & 0xffu) << (8 * j);
+                lo |= (uint32_t(x) & 0xffu) << (8 * j);
+            }
+            qHi[i] = hi;
+            qLo[i] = lo;
         }
-        out[i] = __float2half_rn(total > 0.0f ? v / total : 0.0f);
     }
+
+    // Head g's running max, sum and sum of rounded weights (over this lane's keys); the largest V scale seen. Tile j
+    // of the accumulators: dims 16j + g and 16j + g + 8 of heads 2t and 2t + 1, of the weighted 1152 + x.
+    float m = -INFINITY, l = 0.0f, wsum = 0.0f, sigma = 0.0f;
+    float acc[kHeadDim / 16][4];
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 16; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f;
+    constexpr uint32_t kExponent = 0x64646464u;
+    auto consume = [&](int page) {
+        int dot[2][4] = {};
+        const uint32_t kw[2][8] = {{kRaw[0].x, kRaw[0].y, kRaw[0].z, kRaw[0].w, kRaw[1].x, kRaw[1].y, kRaw[1].z, kRaw[1].w},
+                                   {kRaw[2].x, kRaw[2].y, kRaw[2].z, kRaw[2].w, kRaw[3].x, kRaw[3].y, kRaw[3].z, kRaw[3].w}};
+#pragma unroll
+        for (int tile = 0; tile < 2; ++tile) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)  // dims 32t + 8c .. + 7 of every lane's slice
+                mmaM16N8K32<false>(dot[tile], qHi[2 * c], 0u, qHi[2 * c + 1], 0u, kw[tile][2 * c], kw[tile][2 * c + 1]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) dot[tile][i] *= 256;
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+                mmaM16N8K32<true>(dot[tile], qLo[2 * c], 0u, qLo[2 * c + 1], 0u, kw[tile][2 * c], kw[tile][2 * c + 1]);
+        }
+        const int key0 = page * kKvBlockSize + 4 * t4;
+        const float ks[4] = {kSc.x, kSc.y, kSc.z, kSc.w}, vsIn[4] = {vSc.x, vSc.y, vSc.z, vSc.w};
+        float logit[4], vs[4], blockMax = -INFINITY, blockVs = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool in = key0 + i < end;
+            logit[i] = in ? float(dot[i >> 1][i & 1]) * (qScale * ks[i]) : -INFINITY;
+            vs[i] = in ? vsIn[i] : 0.0f;  // past the context any scale may be there (its bytes are harmless integers)
+            blockMax = fmaxf(blockMax, logit[i]);
+            blockVs = fmaxf(blockVs, vs[i]);
+        }
+#pragma unroll
+        for (int o = 1; o < 4; o <<= 1) {
+            blockMax = fmaxf(blockMax, __shfl_xor_sync(0xffffffffu, blockMax, o));
+            blockVs = fmaxf(blockVs, __shfl_xor_sync(0xffffffffu, blockVs, o));
+        }
+        const float mNew = fmaxf(m, blockMax), ref = mNew == -INFINITY ? 0.0f : mNew;
+        const float alpha = __expf(m - ref);
+        m = mNew;
+        const float sNew = fmaxf(sigma, blockVs), inv = sNew > 0.0f ? 1.0f / sNew : 0.0f;
+        const float rho = sNew > 0.0f ? sigma * inv : 1.0f;
+        sigma = sNew;
+        float w[4];
+        l *= alpha;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float p = __expf(logit[i] - ref);
+            l += p;
+            w[i] = p * vs[i] * inv;
+        }
+        const uint32_t b0 = gpu::packPair<__half>(w[0], w[1]), b1 = gpu::packPair<__half>(w[2], w[3]);
+        {
+            const float2 r0 = __half22float2(*reinterpret_cast<const __half2*>(&b0));
+            const float2 r1 = __half22float2(*reinterpret_cast<const __half2*>(&b1));
+            wsum = wsum * (alpha * rho) + ((r0.x + r0.y) + (r1.x + r1.y));
+        }
+        // Heads 2t and 2t + 1 of the accumulators take their rescaling from lanes 8t and 8t + 4.
+        const float f0 = __shfl_sync(0xffffffffu, alpha, 8 * t4) * rho, f1 = __shfl_sync(0xffffffffu, alpha, 8 * t4 + 4) * rho;
+#pragma unroll
+        for (int j = 0; j < kHeadDim / 16; ++j) {
+            acc[j][0] *= f0, acc[j][1] *= f1, acc[j][2] *= f0, acc[j][3] *= f1;
+            const uint32_t r0 = vRaw[2 * j], r1 = vRaw[2 * j + 1];  // dims 16j + g, 16j + g + 8
+            gpu::mmaM16N8K16<__half>(acc[j], __byte_perm(r0, kExponent, 0x4140), __byte_perm(r1, kExponent, 0x4140),
+                                     __byte_perm(r0, kExponent, 0x4342), __byte_perm(r1, kExponent, 0x4342), b0, b1);
+        }
+    };
+    if (firstValid) consume(firstPg);
+    for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
+        const int32_t block = table[pg];
+        if (block < 0 || block >= a.cache.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
+        load(block);
+        consume(pg);
+    }
+#pragma unroll
+    for (int o = 1; o < 4; o <<= 1) {
+        l += __shfl_xor_sync(0xffffffffu, l, o);
+        wsum += __shfl_xor_sync(0xffffffffu, wsum, o);
+    }
+    const float offsets[2] = {1152.0f * __shfl_sync(0xffffffffu, wsum, 8 * t4), 1152.0f * __shfl_sync(0xffffffffu, wsum, 8 * t4 + 4)};
+
+    __shared__ float partial[kWarps][G][kHeadDim];
+    __shared__ float redMax[kWarps][G], redSum[kWarps][G];
+    if (t4 == 0 && g8 < G) redMax[warp][g8] = m;
+    __syncthreads();
+    auto ctaMaxOf = [&](int g) {  // as the reference of exp(): 0 where no warp saw a key
+        float x = -INFINITY;
+        for (int w = 0; w < kWarps; ++w) x = fmaxf(x, redMax[w][g]);
+        return x == -INFINITY ? 0.0f : x;
+    };
+    // This warp's rows at the CTA's max, with the offset's 1152 x (sum of weights) off and sigma back on.
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        const int h = 2 * t4 + c;
+        if (h >= G) continue;
+        const float f = __expf(redMax[warp][h] - ctaMaxOf(h)) * sigma;  // 0 for a warp that saw no key
+#pragma unroll
+        for (int j = 0; j < kHeadDim / 16; ++j) {
+            partial[warp][h][16 * j + g8] = (acc[j][c] - offsets[c]) * f;
+            partial[warp][h][16 * j + g8 + 8] = (acc[j][2 + c] - offsets[c]) * f;
+        }
+    }
+    if (t4 == 0 && g8 < G) redSum[warp][g8] = l * __expf(m - ctaMaxOf(g8));
+    __syncthreads();
+    float ctaMax[G], ctaSum[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        ctaMax[g] = -INFINITY;
+        ctaSum[g] = 0.0f;
+        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]), ctaSum[g] += redSum[w][g];
+    }
+    finishCta<G>(a, partial, ctaSum, ctaMax, seq, kvHead, part, parts);
 }
 
 inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream)
@@ -642,7 +915,10 @@ inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream
     if (rope && (a.rope.dtype != gpu::DType::F16 || !gpu::ropeTableValid(a.rope, kHeadDim) || !a.rope.slotMapping ||
                  !a.rope.value || a.dp2aLogits))
         return cudaErrorInvalidValue;
+    // The tensor-core kernel reads V by dim and only it does; it takes the plain query.
+    if (a.tensorCores != a.cache.valuesByDim || (a.tensorCores && (rope || a.dp2aLogits))) return cudaErrorInvalidValue;
     return gpu::dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
+        if (a.tensorCores) return gpu::launchKernel(tensorCoreAttentionKernel<G>, grid, kThreads, 0, stream, a);
         if (a.dp2aLogits) return gpu::launchKernel(attentionKernel<G, false, true>, grid, kThreads, 0, stream, a);
         return rope ? gpu::launchKernel(attentionKernel<G, true>, grid, kThreads, 0, stream, a)
                     : gpu::launchKernel(attentionKernel<G, false>, grid, kThreads, 0, stream, a);
