@@ -303,6 +303,28 @@ inline int64_t workspaceFloats(int numSeqs, int numQHeads, int rowPartitions)
     return rowPartitions <= 1 ? 0 : int64_t(numSeqs) * numQHeads * rowPartitions * (kHeadDim + 2);
 }
 
+// A CTA's share of its sequence, for both attention kernels: (sequence, KV head, partition) from the grid, the
+// sequence's blocks in min(rowPartitions, its blocks) equal shares (`empty` past them: the merge counts only the
+// first `parts`), keys to `end`.
+struct Share {
+    int seq, kvHead, part, numKeys, parts, firstPage, endPage, end;
+    const int32_t* table;
+    __device__ bool empty() const { return part >= parts; }
+};
+
+__device__ __forceinline__ Share shareOf(const AttentionParams& a)
+{
+    Share s;
+    s.seq = blockIdx.x, s.kvHead = blockIdx.y, s.part = blockIdx.z;
+    s.numKeys = a.contextLens[s.seq];
+    const int n = (s.numKeys + kKvBlockSize - 1) / kKvBlockSize;
+    s.parts = min(a.rowPartitions, max(n, 1));
+    s.firstPage = s.part * n / s.parts, s.endPage = (s.part + 1) * n / s.parts;
+    s.end = min(s.numKeys, s.endPage * kKvBlockSize);
+    s.table = a.blockTable + int64_t(s.seq) * a.blockTableStride;
+    return s;
+}
+
 // The CTA's end: its warps' partial rows (each already at the CTA's max ctaMax, their weights summing to ctaSum)
 // added up and written out when the sequence has one partition; else stored in the workspace with the CTA's max
 // and sum, and the last CTA of the (sequence, KV head) to take its ticket merges the partitions.
@@ -374,16 +396,12 @@ template <int G, bool kRope, bool kDp2a = false>
 __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a)
 {
     static_assert(!(kRope && kDp2a), "the integer logits take the plain query");
-    const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
+    const Share share = shareOf(a);
+    if (share.empty()) return;  // CTA-uniform
+    const int seq = share.seq, kvHead = share.kvHead, part = share.part, parts = share.parts;
+    const int numKeys = share.numKeys, endPage = share.endPage, end = share.end;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % kLanesPerToken, tokInStep = lane / kLanesPerToken;
-    const int numKeys = a.contextLens[seq];
-    const int n = (numKeys + kKvBlockSize - 1) / kKvBlockSize;
-    const int parts = min(a.rowPartitions, max(n, 1));
-    if (part >= parts) return;  // CTA-uniform; the merge counts only the first `parts`
-    const int firstPage = part * n / parts, endPage = (part + 1) * n / parts;
-    const int end = min(numKeys, endPage * kKvBlockSize);
-    const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
     const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
     const int8_t* kHead = a.cache.keys + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
     const int8_t* vHead = a.cache.values + int64_t(kvHead) * kHeadDim + sub * kElemsPerLane;
@@ -403,8 +421,8 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
             vSc[s] = __ldg(a.cache.valueScales + sBase + t);
         }
     };
-    const int firstPg = firstPage + warp;
-    const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
+    const int firstPg = share.firstPage + warp;
+    const int32_t firstBlock = firstPg < endPage ? share.table[firstPg] : -1;
     const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
     if (firstValid) load(firstBlock, false);
     const int64_t qStride = a.querySeqStride > 0 ? a.querySeqStride : int64_t(a.numQHeads) * kHeadDim;
@@ -632,7 +650,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
     };
     if (firstValid) consume(firstPg);
     for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
-        const int32_t block = table[pg];
+        const int32_t block = share.table[pg];
         if (block < 0 || block >= a.cache.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
         load(block, false);
         if constexpr (kRope) substituteNewest(pg);
@@ -715,16 +733,12 @@ template <int G>
 __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(AttentionParams a)
 {
     static_assert(G <= 8, "a KV head's query heads are rows of one product");
-    const int seq = blockIdx.x, kvHead = blockIdx.y, part = blockIdx.z;
+    const Share share = shareOf(a);
+    if (share.empty()) return;  // CTA-uniform
+    const int seq = share.seq, kvHead = share.kvHead, part = share.part, parts = share.parts;
+    const int numKeys = share.numKeys, endPage = share.endPage, end = share.end;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g8 = lane >> 2, t4 = lane & 3;
-    const int numKeys = a.contextLens[seq];
-    const int n = (numKeys + kKvBlockSize - 1) / kKvBlockSize;
-    const int parts = min(a.rowPartitions, max(n, 1));
-    if (part >= parts) return;  // CTA-uniform; the merge counts only the first `parts`
-    const int firstPage = part * n / parts, endPage = (part + 1) * n / parts;
-    const int end = min(numKeys, endPage * kKvBlockSize);
-    const int32_t* table = a.blockTable + int64_t(seq) * a.blockTableStride;
     const int64_t tokenStride = int64_t(a.numKvHeads) * kHeadDim;
     const int64_t blockBytes = tokenStride * kKvBlockSize;  // of K and of V
     const int8_t* kLane = a.cache.keys + int64_t(4 * (g8 >> 1) + (g8 & 1)) * tokenStride + int64_t(kvHead) * kHeadDim + 32 * t4;
@@ -746,8 +760,8 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
         kSc = __ldg(reinterpret_cast<const float4*>(a.cache.keyScales + sc));
         vSc = __ldg(reinterpret_cast<const float4*>(a.cache.valueScales + sc));
     };
-    const int firstPg = firstPage + warp;
-    const int32_t firstBlock = firstPg < endPage ? table[firstPg] : -1;
+    const int firstPg = share.firstPage + warp;
+    const int32_t firstBlock = firstPg < endPage ? share.table[firstPg] : -1;
     const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
     if (firstValid) load(firstBlock);
     gpu::gridDependencyWait();
@@ -861,7 +875,7 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
     };
     if (firstValid) consume(firstPg);
     for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
-        const int32_t block = table[pg];
+        const int32_t block = share.table[pg];
         if (block < 0 || block >= a.cache.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
         load(block);
         consume(pg);
