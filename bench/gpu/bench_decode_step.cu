@@ -108,6 +108,7 @@ struct Variant {
     int int8Kv = 0;
     bool int8Dp2a = false;  // the int8 attention's integer logits (AttentionParams::dp2aLogits)
     bool int8TensorCores = false;  // its tensor-core kernel (AttentionParams::tensorCores) over V by dim
+    int int8BlocksInFlight = 1;    // the tensor-core kernel's blocks a warp in flight (AttentionParams::blocksInFlight)
 };
 
 // A layer's K/V in the prototype int8 format, quantized from its float16 cache at setup; V also by dim (the
@@ -365,6 +366,7 @@ cudaError_t int8Attention(const Model& m, const Variant& v, int l, int rowPartit
     a.scale = 1.0f / std::sqrt(float(kHeadDim));
     a.dp2aLogits = v.int8Dp2a;
     a.tensorCores = v.int8TensorCores;
+    a.blocksInFlight = v.int8BlocksInFlight;
     if (v.rotationInside) a.rope = ropeParams(m, w);  // its float16 cache pointers are not used
     return bench::int8kv::launchAttention(a, stream);
 }
@@ -511,6 +513,11 @@ std::vector<Variant> variants(int rows)
                         x.int8TensorCores = true;
                         x.wgApart = 1u << kOProj | 1u << kDownProj | 1u << kLmHead;
                     });
+            add("int8 KV cache (prototype) x" + std::to_string(times) + ", tensor cores, 2 blocks in flight", [&](Variant& x) {
+                x.int8Kv = times;
+                x.int8TensorCores = true;
+                x.int8BlocksInFlight = 2;
+            });
         }
     }
     add("final norm inside the LM head", [](Variant& x) { x.lmHeadNorm = true; });

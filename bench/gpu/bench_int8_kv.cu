@@ -11,13 +11,13 @@
 //   - the same with V by dim (Cache::valuesByDim, the tensor-core kernel's layout), from the write and the rotation;
 //   - the int8 attention against a float64 CPU reference over the same int8 cache (sequences of 1, 15, 16, 17,
 //     200, 1076 and 1333 keys, a masked block, 1 to 5 partitions), with float and with integer (__dp2a) logits,
-//     and on the tensor cores over the cache with V by dim;
+//     and on the tensor cores over the cache with V by dim (one and two blocks a warp in flight);
 //   - the rotation inside the int8 attention against the rotation that writes the cache, then the attention;
 //   - how far the int8 cache moves the attention from float16's (the same rows unquantized), for the record.
 // Then the decode attention of HunyuanOCR's 16 query / 8 KV heads of 128 at 16 to 64 sequences of one context,
 // 24 launches in a graph, each on its own layer's cache, as bench_decode_attention times them: float16's
 // one-pass kernel at the graphs' row partitions against the int8 kernels at a few partition counts (float and
-// integer logits, tensor cores), and the
+// integer logits, tensor cores with one and two blocks in flight), and the
 // K/V write of a step's new tokens in both formats.
 //   bench_int8_kv [--context N] [--batches 16,32,48,64]
 #include <cuda_fp16.h>
@@ -177,11 +177,22 @@ Int8Dev allocInt8(int numBlocks, bool valuesByDim = false)
 }
 
 // Which int8 attention kernel: SIMT with float or integer (__dp2a) logits, or both products on the tensor cores
-// (over a cache with V by dim).
-enum class Kernel { Float, Dp2a, TensorCores };
+// (over a cache with V by dim) with one or two blocks a warp in flight.
+enum class Kernel { Float, Dp2a, TensorCores, TensorCores2 };
+constexpr Kernel kKernels[] = {Kernel::Float, Kernel::Dp2a, Kernel::TensorCores, Kernel::TensorCores2};
 const char* kernelName(Kernel k)
 {
-    return k == Kernel::Float ? "" : k == Kernel::Dp2a ? ", integer logits" : ", tensor cores";
+    return k == Kernel::Float ? "" : k == Kernel::Dp2a ? ", integer logits" : k == Kernel::TensorCores ? ", tensor cores"
+                                                                                                       : ", tensor cores x2";
+}
+bool byDim(Kernel k) { return k == Kernel::TensorCores || k == Kernel::TensorCores2; }
+
+// The flags that pick kernel k.
+void selectKernel(q8::AttentionParams& a, Kernel k)
+{
+    a.dp2aLogits = k == Kernel::Dp2a;
+    a.tensorCores = byDim(k);
+    a.blocksInFlight = k == Kernel::TensorCores2 ? 2 : 1;
 }
 
 // The int8 write of numTokens rows of K and V (tokenStride elements apart; 0: contiguous) to the slots in c.
@@ -468,12 +479,11 @@ bool checkAttention()
     std::vector<uint16_t> fp16Want(want.size());
     gpu::ref::pagedDecodeAttentionRef(fp16AttentionParams(fp16Want.data(), hq.data(), hk.data(), hv.data(), table.data(),
                                                           lens.data(), numSeqs, numBlocks));
-    for (Kernel kernel : {Kernel::Float, Kernel::Dp2a, Kernel::TensorCores})
+    for (Kernel kernel : kKernels)
         for (int parts : {1, 2, 3, 5}) {
-            q8::AttentionParams a = attentionParams(kernel == Kernel::TensorCores ? cd : c, dq->ptr, 0, out.ptr, *dt, *dl, ws,
-                                                    counters, numSeqs, parts);
-            a.dp2aLogits = kernel == Kernel::Dp2a;
-            a.tensorCores = kernel == Kernel::TensorCores;
+            q8::AttentionParams a = attentionParams(byDim(kernel) ? cd : c, dq->ptr, 0, out.ptr, *dt, *dl, ws, counters,
+                                                    numSeqs, parts);
+            selectKernel(a, kernel);
             check(cudaMemset(out.ptr, 0xff, out.bytes), "memset");
             for (int rep = 0; rep < 2; ++rep) check(q8::launchAttention(a, nullptr), "int8 attention");  // tickets reset
             check(cudaDeviceSynchronize(), "int8 attention");
@@ -625,10 +635,9 @@ double fp16Attention(cudaStream_t stream, const Timing& t, int rowParts)
 double int8Attention(cudaStream_t stream, const Timing& t, int rowParts, Kernel kernel)
 {
     return bench::graphMicros(stream, kLayers, [&](int l) {
-        q8::AttentionParams a = attentionParams((kernel == Kernel::TensorCores ? t.i8ByDim : t.i8)[size_t(l)], t.query->ptr, 0,
-                                                t.out->ptr, *t.table, *t.lens, *t.workspace, *t.counters, t.batch, rowParts);
-        a.dp2aLogits = kernel == Kernel::Dp2a;
-        a.tensorCores = kernel == Kernel::TensorCores;
+        q8::AttentionParams a = attentionParams((byDim(kernel) ? t.i8ByDim : t.i8)[size_t(l)], t.query->ptr, 0, t.out->ptr,
+                                                *t.table, *t.lens, *t.workspace, *t.counters, t.batch, rowParts);
+        selectKernel(a, kernel);
         return q8::launchAttention(a, stream) == cudaSuccess;
     });
 }
@@ -699,7 +708,7 @@ int main(int argc, char** argv)
             double us;
         };
         std::vector<Row> rows;
-        for (Kernel kernel : {Kernel::Float, Kernel::Dp2a, Kernel::TensorCores})
+        for (Kernel kernel : kKernels)
             for (int parts : {rp, 2 * rp, 3 * rp, 4 * rp}) {
                 if (parts > gpu::kDecodeMaxRowPartitions || (kernel == Kernel::Dp2a && parts > 2 * rp)) continue;
                 rows.push_back({parts, kernel, int8Attention(stream, t, parts, kernel)});

@@ -287,6 +287,10 @@ struct AttentionParams {
     // mma of K with the query's int16 as two bytes, p * V as float16 mma. Why: integer logits still leave V's
     // two widening instructions and G FMAs an element on the SIMT pipes.
     bool tensorCores = false;
+    // Under tensorCores, each warp's blocks in flight at once (1 or 2): it loads that many blocks, then consumes them.
+    // Why 2: an int8 block is half a float16 block's bytes, so with one a warp keeps half as many in flight as the
+    // float16 kernel, which reaches 80-99 % of the copy bandwidth with one block.
+    int blocksInFlight = 1;
     // rope.key set: the rotation inside attention, as gpu/kernels/paged_decode_attention.cuh's
     // PagedDecodeAttentionParams::rope: query is raw (and left so), rope.key / rope.value the new tokens' raw K
     // and V; the CTA whose partition ends at the newest token rotates its key, rounds K and V into this cache at
@@ -729,10 +733,13 @@ __device__ __forceinline__ void mmaM16N8K32(int (&c)[4], uint32_t a0, uint32_t a
 //    lane's own logits' (head g, keys 4t .. 4t + 3) as float16 p * vScale / sigma, sigma the largest V scale the
 //    warp has seen (the weights stay in [0, 1]; sigma's growth rescales like the max's). The lane also sums its
 //    weights as rounded, so 1152 times that sum comes off exactly at the end.
-template <int G>
-__global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(AttentionParams a)
+// kRound blocks (AttentionParams::blocksInFlight) are loaded, then consumed: a warp takes pages p, p + 4, ... in
+// rounds of kRound; a second block's registers cost the fourth CTA an SM.
+template <int G, int kRound>
+__global__ void __launch_bounds__(kThreads, kRound == 1 ? 4 : 3) tensorCoreAttentionKernel(AttentionParams a)
 {
     static_assert(G <= 8, "a KV head's query heads are rows of one product");
+    static_assert(kRound == 1 || kRound == 2, "one or two blocks in flight");
     const Share share = shareOf(a);
     if (share.empty()) return;  // CTA-uniform
     const int seq = share.seq, kvHead = share.kvHead, part = share.part, parts = share.parts;
@@ -744,30 +751,44 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
     const int8_t* kLane = a.cache.keys + int64_t(4 * (g8 >> 1) + (g8 & 1)) * tokenStride + int64_t(kvHead) * kHeadDim + 32 * t4;
     const int8_t* vLane = a.cache.values + int64_t(kvHead) * kHeadDim * kKvBlockSize + g8 * kKvBlockSize + 4 * t4;
 
-    uint4 kRaw[4];      // the lane's two keys: dims 32t .. 32t + 15 and 32t + 16 .. 32t + 31 of each
-    uint32_t vRaw[16];  // dim row g + 8r: keys 4t .. 4t + 3
-    float4 kSc, vSc;    // keys 4t .. 4t + 3
-    auto load = [&](int32_t block) {
+    // Block i of a round: the lane's two keys (dims 32t .. 32t + 15 and 32t + 16 .. 32t + 31 of each), dim rows
+    // g + 8r of V (keys 4t .. 4t + 3), the scales of keys 4t .. 4t + 3.
+    uint4 kRaw[kRound][4];
+    uint32_t vRaw[kRound][16];
+    float4 kSc[kRound], vSc[kRound];
+    auto load = [&](int i, int32_t block) {
         const int8_t* k = kLane + int64_t(block) * blockBytes;
-        kRaw[0] = gpu::loadNc16(k);
-        kRaw[1] = gpu::loadNc16(k + 16);
-        kRaw[2] = gpu::loadNc16(k + 2 * tokenStride);
-        kRaw[3] = gpu::loadNc16(k + 2 * tokenStride + 16);
+        kRaw[i][0] = gpu::loadNc16(k);
+        kRaw[i][1] = gpu::loadNc16(k + 16);
+        kRaw[i][2] = gpu::loadNc16(k + 2 * tokenStride);
+        kRaw[i][3] = gpu::loadNc16(k + 2 * tokenStride + 16);
         const int8_t* v = vLane + int64_t(block) * blockBytes;
 #pragma unroll
-        for (int r = 0; r < 16; ++r) vRaw[r] = __ldg(reinterpret_cast<const unsigned int*>(v + r * 8 * kKvBlockSize));
+        for (int r = 0; r < 16; ++r) vRaw[i][r] = __ldg(reinterpret_cast<const unsigned int*>(v + r * 8 * kKvBlockSize));
         const int64_t sc = (int64_t(block) * a.numKvHeads + kvHead) * kKvBlockSize + 4 * t4;
-        kSc = __ldg(reinterpret_cast<const float4*>(a.cache.keyScales + sc));
-        vSc = __ldg(reinterpret_cast<const float4*>(a.cache.valueScales + sc));
+        kSc[i] = __ldg(reinterpret_cast<const float4*>(a.cache.keyScales + sc));
+        vSc[i] = __ldg(reinterpret_cast<const float4*>(a.cache.valueScales + sc));
+    };
+    // Round blocks: page first + i * kWarps's, -1 past the share or where the table holds no block of the pool
+    // (warp-uniform: masked keys weigh nothing).
+    int32_t blocks[kRound];
+    auto loadRound = [&](int first) {
+#pragma unroll
+        for (int i = 0; i < kRound; ++i) {
+            const int pg = first + i * kWarps;
+            blocks[i] = pg < endPage ? share.table[pg] : -1;
+            if (blocks[i] >= a.cache.numBlocks) blocks[i] = -1;
+            if (blocks[i] >= 0) load(i, blocks[i]);
+        }
     };
     const int firstPg = share.firstPage + warp;
-    const int32_t firstBlock = firstPg < endPage ? share.table[firstPg] : -1;
-    const bool firstValid = firstBlock >= 0 && firstBlock < a.cache.numBlocks;
-    if (firstValid) load(firstBlock);
+    loadRound(firstPg);
     gpu::gridDependencyWait();
     gpu::allowDependentLaunch();
     // The newest token's slot is the previous kernel's; its V bytes are in every dim row, so the whole block again.
-    if (firstValid && firstPg == (numKeys - 1) / kKvBlockSize) load(firstBlock);
+#pragma unroll
+    for (int i = 0; i < kRound; ++i)
+        if (blocks[i] >= 0 && firstPg + i * kWarps == (numKeys - 1) / kKvBlockSize) load(i, blocks[i]);
 
     // Query head g (zero past G), dims 32t .. 32t + 31, as int16 qScale * (256 hi + lo): word i, dims 32t + 4i .. + 3.
     uint32_t qHi[8], qLo[8];
@@ -812,10 +833,11 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f;
     constexpr uint32_t kExponent = 0x64646464u;
-    auto consume = [&](int page) {
+    auto consume = [&](int i, int page) {
         int dot[2][4] = {};
-        const uint32_t kw[2][8] = {{kRaw[0].x, kRaw[0].y, kRaw[0].z, kRaw[0].w, kRaw[1].x, kRaw[1].y, kRaw[1].z, kRaw[1].w},
-                                   {kRaw[2].x, kRaw[2].y, kRaw[2].z, kRaw[2].w, kRaw[3].x, kRaw[3].y, kRaw[3].z, kRaw[3].w}};
+        const uint4* kr = kRaw[i];
+        const uint32_t kw[2][8] = {{kr[0].x, kr[0].y, kr[0].z, kr[0].w, kr[1].x, kr[1].y, kr[1].z, kr[1].w},
+                                   {kr[2].x, kr[2].y, kr[2].z, kr[2].w, kr[3].x, kr[3].y, kr[3].z, kr[3].w}};
 #pragma unroll
         for (int tile = 0; tile < 2; ++tile) {
 #pragma unroll
@@ -828,15 +850,15 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
                 mmaM16N8K32<true>(dot[tile], qLo[2 * c], 0u, qLo[2 * c + 1], 0u, kw[tile][2 * c], kw[tile][2 * c + 1]);
         }
         const int key0 = page * kKvBlockSize + 4 * t4;
-        const float ks[4] = {kSc.x, kSc.y, kSc.z, kSc.w}, vsIn[4] = {vSc.x, vSc.y, vSc.z, vSc.w};
+        const float ks[4] = {kSc[i].x, kSc[i].y, kSc[i].z, kSc[i].w}, vsIn[4] = {vSc[i].x, vSc[i].y, vSc[i].z, vSc[i].w};
         float logit[4], vs[4], blockMax = -INFINITY, blockVs = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const bool in = key0 + i < end;
-            logit[i] = in ? float(dot[i >> 1][i & 1]) * (qScale * ks[i]) : -INFINITY;
-            vs[i] = in ? vsIn[i] : 0.0f;  // past the context any scale may be there (its bytes are harmless integers)
-            blockMax = fmaxf(blockMax, logit[i]);
-            blockVs = fmaxf(blockVs, vs[i]);
+        for (int e = 0; e < 4; ++e) {
+            const bool in = key0 + e < end;
+            logit[e] = in ? float(dot[e >> 1][e & 1]) * (qScale * ks[e]) : -INFINITY;
+            vs[e] = in ? vsIn[e] : 0.0f;  // past the context any scale may be there (its bytes are harmless integers)
+            blockMax = fmaxf(blockMax, logit[e]);
+            blockVs = fmaxf(blockVs, vs[e]);
         }
 #pragma unroll
         for (int o = 1; o < 4; o <<= 1) {
@@ -852,10 +874,10 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
         float w[4];
         l *= alpha;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float p = __expf(logit[i] - ref);
+        for (int e = 0; e < 4; ++e) {
+            const float p = __expf(logit[e] - ref);
             l += p;
-            w[i] = p * vs[i] * inv;
+            w[e] = p * vs[e] * inv;
         }
         const uint32_t b0 = gpu::packPair<__half>(w[0], w[1]), b1 = gpu::packPair<__half>(w[2], w[3]);
         {
@@ -868,17 +890,20 @@ __global__ void __launch_bounds__(kThreads, 4) tensorCoreAttentionKernel(Attenti
 #pragma unroll
         for (int j = 0; j < kHeadDim / 16; ++j) {
             acc[j][0] *= f0, acc[j][1] *= f1, acc[j][2] *= f0, acc[j][3] *= f1;
-            const uint32_t r0 = vRaw[2 * j], r1 = vRaw[2 * j + 1];  // dims 16j + g, 16j + g + 8
+            const uint32_t r0 = vRaw[i][2 * j], r1 = vRaw[i][2 * j + 1];  // dims 16j + g, 16j + g + 8
             gpu::mmaM16N8K16<__half>(acc[j], __byte_perm(r0, kExponent, 0x4140), __byte_perm(r1, kExponent, 0x4140),
                                      __byte_perm(r0, kExponent, 0x4342), __byte_perm(r1, kExponent, 0x4342), b0, b1);
         }
     };
-    if (firstValid) consume(firstPg);
-    for (int pg = firstPg + kWarps; pg < endPage; pg += kWarps) {
-        const int32_t block = share.table[pg];
-        if (block < 0 || block >= a.cache.numBlocks) continue;  // warp-uniform: masked keys weigh nothing
-        load(block);
-        consume(pg);
+    auto consumeRound = [&](int first) {
+#pragma unroll
+        for (int i = 0; i < kRound; ++i)
+            if (blocks[i] >= 0) consume(i, first + i * kWarps);
+    };
+    consumeRound(firstPg);
+    for (int first = firstPg + kRound * kWarps; first < endPage; first += kRound * kWarps) {
+        loadRound(first);
+        consumeRound(first);
     }
 #pragma unroll
     for (int o = 1; o < 4; o <<= 1) {
@@ -931,8 +956,11 @@ inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream
         return cudaErrorInvalidValue;
     // The tensor-core kernel reads V by dim and only it does; it takes the plain query.
     if (a.tensorCores != a.cache.valuesByDim || (a.tensorCores && (rope || a.dp2aLogits))) return cudaErrorInvalidValue;
+    if (a.blocksInFlight != 1 && (a.blocksInFlight != 2 || !a.tensorCores)) return cudaErrorInvalidValue;
     return gpu::dispatchGroupSize(a.numQHeads / a.numKvHeads, [&]<int G>() {
-        if (a.tensorCores) return gpu::launchKernel(tensorCoreAttentionKernel<G>, grid, kThreads, 0, stream, a);
+        if (a.tensorCores)
+            return a.blocksInFlight == 2 ? gpu::launchKernel(tensorCoreAttentionKernel<G, 2>, grid, kThreads, 0, stream, a)
+                                         : gpu::launchKernel(tensorCoreAttentionKernel<G, 1>, grid, kThreads, 0, stream, a);
         if (a.dp2aLogits) return gpu::launchKernel(attentionKernel<G, false, true>, grid, kThreads, 0, stream, a);
         return rope ? gpu::launchKernel(attentionKernel<G, true>, grid, kThreads, 0, stream, a)
                     : gpu::launchKernel(attentionKernel<G, false>, grid, kThreads, 0, stream, a);
