@@ -329,13 +329,32 @@ __device__ __forceinline__ Share shareOf(const AttentionParams& a)
     return s;
 }
 
-// The CTA's end: its warps' partial rows (each already at the CTA's max ctaMax, their weights summing to ctaSum)
-// added up and written out when the sequence has one partition; else stored in the workspace with the CTA's max
-// and sum, and the last CTA of the (sequence, KV head) to take its ticket merges the partitions.
+// Head g's largest logit over the CTA's warps (redMax: each warp's), -inf where no warp saw a key.
+template <int G>
+__device__ __forceinline__ float ctaMaxOf(const float (&redMax)[kWarps][G], int g)
+{
+    float x = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) x = fmaxf(x, redMax[w][g]);
+    return x;
+}
+
+// Head g's sum of weights over the CTA's warps (redSum: each warp's, at the CTA's max).
+template <int G>
+__device__ __forceinline__ float ctaSumOf(const float (&redSum)[kWarps][G], int g)
+{
+    float x = 0.0f;
+    for (int w = 0; w < kWarps; ++w) x += redSum[w][g];
+    return x;
+}
+
+// The CTA's end, behind a barrier after its warps stored their maxes (redMax), their partial rows and their sums of
+// weights (redSum), both already at the CTA's max: the rows added up and written out when the sequence has one
+// partition; else stored in the workspace with the CTA's max and sum, and the last CTA of the (sequence, KV head)
+// to take its ticket merges the partitions.
 template <int G>
 __device__ __forceinline__ void finishCta(const AttentionParams& a, const float (&partial)[kWarps][G][kHeadDim],
-                                          const float (&ctaSum)[G], const float (&ctaMax)[G], int seq, int kvHead, int part,
-                                          int parts)
+                                          const float (&redMax)[kWarps][G], const float (&redSum)[kWarps][G], int seq,
+                                          int kvHead, int part, int parts)
 {
     const int64_t oStride = a.outSeqStride > 0 ? a.outSeqStride : int64_t(a.numQHeads) * kHeadDim;
     __half* out = a.out + seq * oStride + int64_t(kvHead) * G * kHeadDim;
@@ -345,7 +364,8 @@ __device__ __forceinline__ void finishCta(const AttentionParams& a, const float 
             const int g = i / kHeadDim, d = i % kHeadDim;
             float v = 0.0f;
             for (int w = 0; w < kWarps; ++w) v += partial[w][g][d];
-            out[i] = __float2half_rn(ctaSum[g] > 0.0f ? v / ctaSum[g] : 0.0f);
+            const float sum = ctaSumOf(redSum, g);
+            out[i] = __float2half_rn(sum > 0.0f ? v / sum : 0.0f);
         }
         return;
     }
@@ -362,8 +382,8 @@ __device__ __forceinline__ void finishCta(const AttentionParams& a, const float 
         wsOut[(first + int64_t(g) * a.rowPartitions + part) * kHeadDim + d] = v;
     }
     if (threadIdx.x < G) {
-        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMax[threadIdx.x];
-        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSum[threadIdx.x];
+        wsMax[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaMaxOf(redMax, threadIdx.x);
+        wsSum[first + int64_t(threadIdx.x) * a.rowPartitions + part] = ctaSumOf(redSum, threadIdx.x);
     }
     __threadfence();
     __syncthreads();
@@ -675,12 +695,9 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
 #pragma unroll
         for (int g = 0; g < G; ++g) redMax[warp][g] = m[g];
     __syncthreads();
-    float ctaMax[G], ctaSum[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-        ctaMax[g] = -INFINITY;
-        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]);
-        const float ref = ctaMax[g] == -INFINITY ? 0.0f : ctaMax[g];
+        const float mx = ctaMaxOf(redMax, g), ref = mx == -INFINITY ? 0.0f : mx;
         const float f = __expf(m[g] - ref);  // 0 for a warp that saw no key
         if (lane < kLanesPerToken)
 #pragma unroll
@@ -688,12 +705,7 @@ __global__ void __launch_bounds__(kThreads, 4) attentionKernel(AttentionParams a
         if (lane == 0) redSum[warp][g] = l[g] * f;
     }
     __syncthreads();
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        ctaSum[g] = 0.0f;
-        for (int w = 0; w < kWarps; ++w) ctaSum[g] += redSum[w][g];
-    }
-    finishCta<G>(a, partial, ctaSum, ctaMax, seq, kvHead, part, parts);
+    finishCta<G>(a, partial, redMax, redSum, seq, kvHead, part, parts);
 }
 
 // c += a * b on the int8 tensor cores (mma.sync m16n8k32, int32 accumulators; exact): a the 16 x 32 row-major
@@ -916,9 +928,8 @@ __global__ void __launch_bounds__(kThreads, kRound == 1 ? 4 : 3) tensorCoreAtten
     __shared__ float redMax[kWarps][G], redSum[kWarps][G];
     if (t4 == 0 && g8 < G) redMax[warp][g8] = m;
     __syncthreads();
-    auto ctaMaxOf = [&](int g) {  // as the reference of exp(): 0 where no warp saw a key
-        float x = -INFINITY;
-        for (int w = 0; w < kWarps; ++w) x = fmaxf(x, redMax[w][g]);
+    auto refOf = [&](int g) {  // the reference of exp(): the CTA's max, 0 where no warp saw a key
+        const float x = ctaMaxOf(redMax, g);
         return x == -INFINITY ? 0.0f : x;
     };
     // This warp's rows at the CTA's max, with the offset's 1152 x (sum of weights) off and sigma back on.
@@ -926,23 +937,16 @@ __global__ void __launch_bounds__(kThreads, kRound == 1 ? 4 : 3) tensorCoreAtten
     for (int c = 0; c < 2; ++c) {
         const int h = 2 * t4 + c;
         if (h >= G) continue;
-        const float f = __expf(redMax[warp][h] - ctaMaxOf(h)) * sigma;  // 0 for a warp that saw no key
+        const float f = __expf(redMax[warp][h] - refOf(h)) * sigma;  // 0 for a warp that saw no key
 #pragma unroll
         for (int j = 0; j < kHeadDim / 16; ++j) {
             partial[warp][h][16 * j + g8] = (acc[j][c] - offsets[c]) * f;
             partial[warp][h][16 * j + g8 + 8] = (acc[j][2 + c] - offsets[c]) * f;
         }
     }
-    if (t4 == 0 && g8 < G) redSum[warp][g8] = l * __expf(m - ctaMaxOf(g8));
+    if (t4 == 0 && g8 < G) redSum[warp][g8] = l * __expf(m - refOf(g8));
     __syncthreads();
-    float ctaMax[G], ctaSum[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        ctaMax[g] = -INFINITY;
-        ctaSum[g] = 0.0f;
-        for (int w = 0; w < kWarps; ++w) ctaMax[g] = fmaxf(ctaMax[g], redMax[w][g]), ctaSum[g] += redSum[w][g];
-    }
-    finishCta<G>(a, partial, ctaSum, ctaMax, seq, kvHead, part, parts);
+    finishCta<G>(a, partial, redMax, redSum, seq, kvHead, part, parts);
 }
 
 inline cudaError_t launchAttention(const AttentionParams& a, cudaStream_t stream)
