@@ -316,6 +316,26 @@ size_t differingBytes(const Int8Dev& a, const Int8Dev& b)
     return bad;
 }
 
+// Bytes of K, V and their scales where a device int8 cache differs from the expected host one.
+size_t differingBytes(const Int8Dev& c, const HostInt8& want)
+{
+    size_t bad = 0;
+    auto compare = [&](const Buffer& b, const void* host, size_t bytes) {
+        const auto got = download<uint8_t>(b);
+        const auto* h = static_cast<const uint8_t*>(host);
+        if (got.size() != bytes) {
+            bad += std::max(got.size(), bytes);  // a wrong size differs throughout
+            return;
+        }
+        for (size_t i = 0; i < bytes; ++i) bad += got[i] != h[i];
+    };
+    compare(*c.k, want.k.data(), want.k.size());
+    compare(*c.v, want.v.data(), want.v.size());
+    compare(*c.ks, want.ks.data(), want.ks.size() * sizeof(float));
+    compare(*c.vs, want.vs.data(), want.vs.size() * sizeof(float));
+    return bad;
+}
+
 // The blocks sequences of these lengths take, and a block table as wide as the graphs' giving each its blocks from
 // a shuffle of the pool's first ones (-1 past them).
 int blocksFor(const std::vector<int32_t>& lens)
@@ -359,32 +379,29 @@ bool checkWrite(bool byDim)
     auto dk = bench::upload(k), dv = bench::upload(v), ds = bench::upload(slots);
     check(q8::launchWrite(writeParams(c, dk->ptr, dv->ptr, ds->ptr, kTokens), nullptr), "int8 write");
     check(cudaDeviceSynchronize(), "int8 write");
-    const auto gk = download<int8_t>(*c.k), gv = download<int8_t>(*c.v);
-    const auto gks = download<float>(*c.ks), gvs = download<float>(*c.vs);
     // The expected cache: the fill, then each written token's rows.
-    std::vector<int8_t> ek(gk.size(), int8_t(0x5a)), ev(gv.size(), int8_t(0x5a));
+    const size_t slotsAll = size_t(kBlocks) * gpu::kKvBlockSize;
     float fill;
     std::memset(&fill, 0x5a, 4);
-    std::vector<float> eks(gks.size(), fill), evs(gvs.size(), fill);
+    HostInt8 e{std::vector<int8_t>(slotsAll * kTokenElems, int8_t(0x5a)), std::vector<int8_t>(slotsAll * kTokenElems, int8_t(0x5a)),
+               std::vector<float>(slotsAll * kKvHeads, fill), std::vector<float>(slotsAll * kKvHeads, fill)};
     for (int t = 0; t < kTokens; ++t) {
         const int64_t s = slots[size_t(t)];
         if (s < 0 || s >= int64_t(kBlocks) * gpu::kKvBlockSize) continue;
         for (int hd = 0; hd < kKvHeads; ++hd) {
             const size_t src = (size_t(t) * kKvHeads + hd) * kD, dst = (size_t(s) * kKvHeads + hd) * kD;
             const size_t si = size_t(q8::scaleIndex(s, kKvHeads, hd));
-            quantizeRowRef(k.data() + src, ek.data() + dst, &eks[si]);
+            quantizeRowRef(k.data() + src, e.k.data() + dst, &e.ks[si]);
             int8_t row[kD];
-            quantizeRowRef(v.data() + src, row, &evs[si]);
+            quantizeRowRef(v.data() + src, row, &e.vs[si]);
             for (int d = 0; d < kD; ++d) {
-                if (byDim) ev[size_t(q8::valueByDimIndex(s, kKvHeads, hd, d))] = q8::valueByDimByte(row[d]);
-                else ev[dst + size_t(d)] = row[d];
+                if (byDim) e.v[size_t(q8::valueByDimIndex(s, kKvHeads, hd, d))] = q8::valueByDimByte(row[d]);
+                else e.v[dst + size_t(d)] = row[d];
             }
         }
     }
-    size_t bad = 0;
-    for (size_t i = 0; i < gk.size(); ++i) bad += gk[i] != ek[i] || gv[i] != ev[i];
-    for (size_t i = 0; i < gks.size(); ++i) bad += std::memcmp(&gks[i], &eks[i], 4) != 0 || std::memcmp(&gvs[i], &evs[i], 4) != 0;
-    std::printf("| int8 write%s, 37 tokens, 3 skipped, a zero row | %zu differing bytes or scales | %s |\n",
+    const size_t bad = differingBytes(c, e);
+    std::printf("| int8 write%s, 37 tokens, 3 skipped, a zero row | %zu differing bytes | %s |\n",
                 byDim ? " (V by dim)" : "", bad, bad ? "MISMATCH" : "ok");
     return bad == 0;
 }
@@ -456,25 +473,12 @@ bool checkAttention()
         counters(size_t(numSeqs) * kKvHeads * 4);
     check(cudaMemset(counters.ptr, 0, counters.bytes), "memset");
     bool ok = true;
-    // The device quantization of the whole pool must equal the CPU's too (the attention reads it).
-    {
-        const auto gk = download<int8_t>(*c.k);
-        const auto gks = download<float>(*c.ks);
-        size_t bad = 0;
-        for (size_t i = 0; i < gk.size(); ++i) bad += gk[i] != hc.k[i];
-        for (size_t i = 0; i < gks.size(); ++i) bad += std::memcmp(&gks[i], &hc.ks[i], 4) != 0;
-        std::printf("| int8 write of a %d-block pool (K) | %zu differing bytes or scales | %s |\n", numBlocks, bad,
-                    bad ? "MISMATCH" : "ok");
+    // The device quantization of the whole pool must equal the CPU's too (the attention reads it), in both layouts.
+    for (const bool byDim : {false, true}) {
+        const size_t bad = byDim ? differingBytes(cd, HostInt8{hc.k, valuesByDimRef(hc.v), hc.ks, hc.vs}) : differingBytes(c, hc);
+        std::printf("| int8 write of a %d-block pool%s | %zu differing bytes | %s |\n", numBlocks, byDim ? " (V by dim)" : "",
+                    bad, bad ? "MISMATCH" : "ok");
         ok = ok && bad == 0;
-        // And the by-dim cache's V and its scales.
-        const auto gv = download<int8_t>(*cd.v), want = valuesByDimRef(hc.v);
-        const auto gvs = download<float>(*cd.vs);
-        size_t badV = 0;
-        for (size_t i = 0; i < gv.size(); ++i) badV += gv[i] != want[i];
-        for (size_t i = 0; i < gvs.size(); ++i) badV += std::memcmp(&gvs[i], &hc.vs[i], 4) != 0;
-        std::printf("| int8 write of a %d-block pool (V by dim) | %zu differing bytes or scales | %s |\n", numBlocks, badV,
-                    badV ? "MISMATCH" : "ok");
-        ok = ok && badV == 0;
     }
     std::vector<uint16_t> fp16Want(want.size());
     gpu::ref::pagedDecodeAttentionRef(fp16AttentionParams(fp16Want.data(), hq.data(), hk.data(), hv.data(), table.data(),
